@@ -1,0 +1,3 @@
+from hybridinfer.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""Backends run one subtask on one deployment, each speaking one protocol."""

@@ -1,0 +1,86 @@
+"""Remote models over the Open Inference Protocol (KServe V2) REST API."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+import aiohttp
+import orjson
+
+from hybridinfer import codec
+from hybridinfer.backends.base import Backend
+from hybridinfer.errors import (
+    DeadlineExceeded,
+    UpstreamError,
+    UpstreamRejected,
+    UpstreamUnavailable,
+)
+from hybridinfer.tensors import to_array, to_tensor
+from hybridinfer.topology import Deployment, Node
+
+_JSON = {"Content-Type": "application/json"}
+
+
+class V2Backend(Backend):
+    """One pooled HTTP client for every V2 node."""
+
+    protocol = "v2"
+
+    def __init__(self, connections: int = 100) -> None:
+        self._connections = connections
+        self._session: aiohttp.ClientSession | None = None
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(limit=self._connections, ttl_dns_cache=300)
+            self._session = aiohttp.ClientSession(connector=connector, json_serialize=str)
+        return self._session
+
+    async def infer(
+        self, node: Node, deployment: Deployment, inputs: Mapping[str, Any], timeout_s: float
+    ) -> dict[str, Any]:
+        arrays = codec.encode(deployment, inputs)
+        body = orjson.dumps({"inputs": [to_tensor(name, array) for name, array in arrays.items()]})
+        url = f"{node.url}/v2/models/{deployment.model}/versions/{deployment.version}/infer"
+        payload = await self._post(url, body, timeout_s, deployment.model)
+        try:
+            outputs = {
+                tensor["name"]: to_array(
+                    tensor["name"], tensor["datatype"], tensor["shape"], tensor["data"]
+                )
+                for tensor in payload["outputs"]
+            }
+        except (KeyError, TypeError) as exc:
+            raise UpstreamError(f"{deployment.model}: malformed V2 response ({exc})") from None
+        return codec.decode(deployment, outputs)
+
+    async def _post(self, url: str, body: bytes, timeout_s: float, model: str) -> dict[str, Any]:
+        try:
+            async with self._client().post(
+                url, data=body, headers=_JSON, timeout=aiohttp.ClientTimeout(total=timeout_s)
+            ) as response:
+                raw = await response.read()
+                status = response.status
+        except TimeoutError:
+            raise DeadlineExceeded(f"{model} did not answer within the deadline") from None
+        except (aiohttp.ClientError, OSError) as exc:
+            raise UpstreamUnavailable(f"{model}: {type(exc).__name__}: {exc}") from None
+        try:
+            payload = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise UpstreamError(f"{model}: HTTP {status} with a body that is not JSON") from None
+        if status >= 400:
+            message = payload.get("error") if isinstance(payload, dict) else None
+            error = UpstreamRejected if status < 500 else UpstreamError
+            raise error(f"{model}: HTTP {status}: {message or 'no error message'}")
+        if not isinstance(payload, dict):
+            raise UpstreamError(f"{model}: V2 response is not an object")
+        return payload
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+        await asyncio.sleep(0)

@@ -1,0 +1,141 @@
+"""``hybridinfer up`` (everything on one host) and ``hybridinfer gateway`` (the control plane)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import sys
+from pathlib import Path
+
+import click
+import uvicorn
+from pydantic import SecretStr
+
+from hybridinfer.catalog import versions
+from hybridinfer.cli.output import (
+    build_models_with_progress,
+    cli_errors,
+    configure_logging,
+    run_async,
+)
+from hybridinfer.controlplane import ControlPlane
+from hybridinfer.gateway.app import create_app
+from hybridinfer.settings import Settings, load_settings
+
+
+def _print_key(generated: str | None) -> None:
+    if generated is not None:
+        click.echo(
+            "Admin API key (shown once; keep it): "
+            + click.style(generated, bold=True)
+            + "\n  export HYBRIDINFER_API_KEY="
+            + generated,
+            err=True,
+        )
+
+
+async def serve_gateway(settings: Settings, cloud_node: list[str] | None = None) -> None:
+    """Run the gateway until interrupted; with ``cloud_node``, run that node process beside it."""
+    plane = ControlPlane(settings)
+    app = create_app(plane, on_start=_print_key)
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=5,
+    )
+    server = uvicorn.Server(config)
+    child: asyncio.subprocess.Process | None = None
+    serving = asyncio.create_task(server.serve())
+    try:
+        # uvicorn exposes readiness only as a flag; poll it briefly.
+        while not server.started and not serving.done():  # noqa: ASYNC110
+            await asyncio.sleep(0.02)
+        if server.started:
+            if cloud_node is not None:
+                env = {**os.environ, "HYBRIDINFER_NODE_TOKEN": _secret(settings.node_token)}
+                child = await asyncio.create_subprocess_exec(*cloud_node, env=env)
+            click.echo(f"hybridinfer is up on http://{settings.host}:{settings.port}", err=True)
+        await serving
+    finally:
+        if child is not None and child.returncode is None:
+            child.terminate()
+            try:
+                async with asyncio.timeout(5):
+                    await child.wait()
+            except TimeoutError:
+                child.kill()
+
+
+def _secret(value: SecretStr | None) -> str:
+    return "" if value is None else value.get_secret_value()
+
+
+def cloud_node_command(settings: Settings) -> list[str]:
+    """The command line of the cloud node ``up`` runs beside the gateway."""
+    return [
+        sys.executable,
+        "-m",
+        "hybridinfer",
+        "node",
+        "--id",
+        "cloud-1",
+        "--tier",
+        "cloud",
+        "--zone",
+        "public",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(settings.resolved_cloud_port),
+        "--models",
+        ",".join(settings.cloud_models),
+        "--models-dir",
+        str(settings.resolved_models_dir),
+        "--control-plane",
+        f"http://127.0.0.1:{settings.port}",
+        "--cost-per-call",
+        str(settings.cloud_cost_per_call),
+        "--heartbeat-interval",
+        str(settings.heartbeat_interval_s),
+    ]
+
+
+@click.command()
+@click.option("--port", type=int, default=None, help="Gateway port (default 8080).")
+@click.option(
+    "--data-dir", type=click.Path(path_type=Path), default=None, help="Default ./.hybridinfer."
+)
+@click.option(
+    "--config", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None
+)
+def up(port: int | None, data_dir: Path | None, config: Path | None) -> None:
+    """Run everything on this host: gateway, local tier and a cloud node on loopback."""
+    with cli_errors():
+        settings = load_settings(config, port=port, data_dir=data_dir)
+    configure_logging(settings.log_level)
+    models_dir = settings.resolved_models_dir
+    if any(
+        not versions(models_dir, name) for name in settings.local_models + settings.cloud_models
+    ):
+        build_models_with_progress(models_dir)
+    if settings.node_token is None:
+        settings = settings.model_copy(update={"node_token": SecretStr(secrets.token_urlsafe(32))})
+    run_async(serve_gateway(settings, cloud_node_command(settings)))
+
+
+@click.command()
+@click.option(
+    "--config", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None
+)
+@click.option("--port", type=int, default=None, help="Gateway port.")
+def gateway(config: Path | None, port: int | None) -> None:
+    """Run the control plane (gateway, router, local tier); nodes register with it."""
+    with cli_errors():
+        settings = load_settings(config, port=port)
+    configure_logging(settings.log_level)
+    run_async(serve_gateway(settings))

@@ -1,0 +1,95 @@
+"""The composition root: builds the control plane's parts from Settings and runs their
+lifecycle. Everything stateful is created here and handed to whoever needs it."""
+
+from __future__ import annotations
+
+import logging
+
+from hybridinfer.backends.base import Backend
+from hybridinfer.backends.onnx import OnnxBackend, OnnxModel
+from hybridinfer.backends.v2 import V2Backend
+from hybridinfer.catalog import deployment_info, find_model
+from hybridinfer.decompose.decomposer import Decomposer
+from hybridinfer.decompose.rules import default_rules_path, load_rules
+from hybridinfer.execute.executor import Executor
+from hybridinfer.keys import KeyRing, generate_key
+from hybridinfer.pipeline import Pipeline
+from hybridinfer.ratelimit import RateLimiter
+from hybridinfer.registry import NodeRegistry, deployment_from_info
+from hybridinfer.route.policy import Policy, default_policy_path, load_policy
+from hybridinfer.route.router import Router
+from hybridinfer.route.signals import Signals
+from hybridinfer.settings import Settings
+from hybridinfer.store.sql import SqlStore
+from hybridinfer.store.tracesink import TraceSink
+from hybridinfer.topology import Node, Tier, Zone
+
+log = logging.getLogger(__name__)
+
+LOCAL_NODE_ID = "local"
+
+
+class ControlPlane:
+    """Gateway state, router, executor and the in-process local tier, wired together."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.store = SqlStore(settings.resolved_store_url)
+        node_token = settings.node_token.get_secret_value() if settings.node_token else None
+        self.keys = KeyRing(self.store, node_token)
+        self.registry = NodeRegistry(settings.heartbeat_interval_s)
+        self.signals = Signals()
+        self.policy: Policy = load_policy(settings.policy_file or default_policy_path())
+        self.decomposer = Decomposer(load_rules(settings.rules_file or default_rules_path()))
+        self.router = Router(self.registry, self.signals, lambda: self.policy)
+        self.traces = TraceSink(self.store)
+        self.rate_limiter = RateLimiter(settings.rate_limit_per_minute)
+        self.local_node, local_backend = self._load_local_tier()
+        self.backends: dict[str, Backend] = {"onnx": local_backend, "v2": V2Backend()}
+        self.executor = Executor(self.backends, self.signals)
+        self.pipeline = Pipeline(
+            self.decomposer,
+            self.router,
+            self.executor,
+            self.traces,
+            settings.request_timeout_ms,
+        )
+
+    def _load_local_tier(self) -> tuple[Node, OnnxBackend]:
+        node = Node(
+            id=LOCAL_NODE_ID,
+            tier=Tier.LOCAL,
+            zone=Zone.PRIVATE,
+            url="inproc://local",
+            protocol="onnx",
+        )
+        models: dict[str, OnnxModel] = {}
+        for name in self.settings.local_models:
+            path, card = find_model(self.settings.resolved_models_dir, name)
+            deployment = deployment_from_info(node.id, deployment_info(card))
+            node.deployments.append(deployment)
+            models[OnnxBackend.key(deployment.model, deployment.version)] = OnnxModel(path)
+        return node, OnnxBackend(models, threads=self.settings.inference_threads)
+
+    async def start(self) -> str | None:
+        """Migrate the store, register the local tier, ensure an admin key exists.
+
+        Returns a newly generated admin key (to print once), or None.
+        """
+        await self.store.migrate()
+        self.registry.add(self.local_node)
+        generated: str | None = None
+        if self.settings.bootstrap_key is not None:
+            await self.keys.ensure(
+                "bootstrap", {"admin"}, self.settings.bootstrap_key.get_secret_value()
+            )
+        elif not await self.store.has_admin_key():
+            generated = await self.keys.create("bootstrap", {"admin"}, generate_key())
+        self.traces.start()
+        return generated
+
+    async def stop(self) -> None:
+        await self.traces.stop()
+        for backend in self.backends.values():
+            await backend.aclose()
+        await self.store.close()

@@ -1,0 +1,1 @@
+"""Stage ``decompose``: a request becomes a plan (a DAG of labelled subtasks)."""

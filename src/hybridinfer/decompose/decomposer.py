@@ -1,0 +1,90 @@
+"""Turn a request into a plan, using the rule table; check the request's inputs on the way."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from hybridinfer.decompose.rules import InputSpec, RuleTable, TaskRule
+from hybridinfer.errors import InvalidInput, UnknownTask
+from hybridinfer.plan import Plan, Privacy, Subtask
+
+
+def check_input(name: str, spec: InputSpec, value: Any) -> int:
+    """Raise InvalidInput unless ``value`` fits ``spec``; return its size (chars or numbers)."""
+    if spec.type == "string":
+        if not isinstance(value, str):
+            raise InvalidInput(f"inputs.{name} must be a string")
+        if spec.max_length is not None and len(value) > spec.max_length:
+            raise InvalidInput(f"inputs.{name} is longer than {spec.max_length} characters")
+        return len(value)
+    if not isinstance(value, list) or not all(
+        isinstance(item, int | float) and not isinstance(item, bool) for item in value
+    ):
+        raise InvalidInput(f"inputs.{name} must be a list of numbers")
+    if spec.length is not None and len(value) != spec.length:
+        raise InvalidInput(f"inputs.{name} must hold exactly {spec.length} numbers")
+    for item in value:
+        if not math.isfinite(item):
+            raise InvalidInput(f"inputs.{name} holds a number that is not finite")
+        if (spec.minimum is not None and item < spec.minimum) or (
+            spec.maximum is not None and item > spec.maximum
+        ):
+            raise InvalidInput(
+                f"inputs.{name} values must lie between {spec.minimum} and {spec.maximum}"
+            )
+    return len(value)
+
+
+class Decomposer:
+    """Plans requests from a rule table; swap the table with ``replace_rules`` to hot-reload."""
+
+    def __init__(self, rules: RuleTable) -> None:
+        self._rules = rules
+
+    @property
+    def rules(self) -> RuleTable:
+        return self._rules
+
+    def replace_rules(self, rules: RuleTable) -> None:
+        self._rules = rules
+
+    def task_names(self) -> list[str]:
+        return sorted(self._rules.tasks)
+
+    def plan(self, task: str, inputs: dict[str, Any], privacy: Privacy | None) -> Plan:
+        """The plan for one request; raises UnknownTask or InvalidInput."""
+        rule = self._rules.tasks.get(task)
+        if rule is None:
+            raise UnknownTask(f"unknown task {task!r}; known tasks: {', '.join(self.task_names())}")
+        size = self._check_inputs(rule, inputs)
+        requested = privacy or Privacy.INTERNAL
+        subtasks = [
+            Subtask(
+                id=step.id,
+                capability=step.capability,
+                task=step.task,
+                inputs=dict(step.inputs),
+                depends_on=tuple(step.depends_on),
+                privacy=requested.at_least(step.privacy or Privacy.PUBLIC),
+                size=size,
+                complexity=step.complexity,
+                soft=step.soft,
+            )
+            for step in rule.subtasks
+        ]
+        return Plan(task=task, subtasks=subtasks, outputs=dict(rule.outputs))
+
+    @staticmethod
+    def _check_inputs(rule: TaskRule, inputs: dict[str, Any]) -> int:
+        unknown = set(inputs) - set(rule.inputs)
+        if unknown:
+            raise InvalidInput(f"unknown inputs: {', '.join(sorted(unknown))}")
+        size = 0
+        for name, spec in rule.inputs.items():
+            if name not in inputs:
+                if spec.required:
+                    raise InvalidInput(f"inputs.{name} is required")
+                continue
+            size += check_input(name, spec, inputs[name])
+        return size

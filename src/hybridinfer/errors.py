@@ -1,0 +1,139 @@
+"""The one exception tree of hybridinfer.
+
+Every error a caller can see is a ``HybridInferError``; it carries its HTTP status and a stable
+machine-readable ``code``. One handler (``gateway.middleware.ErrorMiddleware``) renders it as
+``{"error": {"code", "message", "request_id"}}``. Adapters map their dependency's exceptions
+(aiohttp, onnxruntime, SQLAlchemy, …) into this tree, so nothing else escapes to a caller::
+
+    HybridInferError (500 internal_error)
+    ├── InvalidRequest (400 invalid_request)
+    │   ├── InvalidJSON (400 invalid_json)
+    │   └── InvalidInput (400 invalid_input)
+    ├── SchemaViolation (422 invalid_schema)
+    ├── Unauthorized (401 unauthorized)
+    ├── Forbidden (403 forbidden)
+    │   └── PrivacyViolation (403 privacy_violation)
+    ├── NotFound (404 not_found)
+    │   ├── UnknownTask (404 unknown_task)
+    │   └── UnknownModel (404 unknown_model)
+    ├── PayloadTooLarge (413 payload_too_large)
+    ├── RateLimited (429 rate_limited, Retry-After)
+    ├── UpstreamError (502 upstream_failed)
+    │   ├── UpstreamUnavailable (502 upstream_unavailable)
+    │   └── UpstreamRejected (502 upstream_rejected)
+    ├── NoCapacity (503 no_capacity)
+    ├── DeadlineExceeded (504 deadline_exceeded)
+    └── ConfigError (500 invalid_config; raised at start-up, never per request)
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class HybridInferError(Exception):
+    """Root of every error hybridinfer raises on purpose."""
+
+    status_code: ClassVar[int] = 500
+    code: ClassVar[str] = "internal_error"
+
+    def __init__(
+        self, message: str, *, code: str | None = None, details: dict[str, Any] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.error_code = code or self.code
+        self.details = details or {}
+
+    def headers(self) -> dict[str, str]:
+        """Extra response headers this error asks for (e.g. ``Retry-After``)."""
+        return {}
+
+
+class InvalidRequest(HybridInferError):
+    status_code = 400
+    code = "invalid_request"
+
+
+class InvalidJSON(InvalidRequest):
+    code = "invalid_json"
+
+
+class InvalidInput(InvalidRequest):
+    code = "invalid_input"
+
+
+class SchemaViolation(HybridInferError):
+    status_code = 422
+    code = "invalid_schema"
+
+
+class Unauthorized(HybridInferError):
+    status_code = 401
+    code = "unauthorized"
+
+
+class Forbidden(HybridInferError):
+    status_code = 403
+    code = "forbidden"
+
+
+class PrivacyViolation(Forbidden):
+    code = "privacy_violation"
+
+
+class NotFound(HybridInferError):
+    status_code = 404
+    code = "not_found"
+
+
+class UnknownTask(NotFound):
+    code = "unknown_task"
+
+
+class UnknownModel(NotFound):
+    code = "unknown_model"
+
+
+class PayloadTooLarge(HybridInferError):
+    status_code = 413
+    code = "payload_too_large"
+
+
+class RateLimited(HybridInferError):
+    status_code = 429
+    code = "rate_limited"
+
+    def __init__(self, message: str, *, retry_after_s: float, code: str | None = None) -> None:
+        super().__init__(message, code=code)
+        self.retry_after_s = retry_after_s
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(max(1, round(self.retry_after_s)))}
+
+
+class UpstreamError(HybridInferError):
+    status_code = 502
+    code = "upstream_failed"
+
+
+class UpstreamUnavailable(UpstreamError):
+    code = "upstream_unavailable"
+
+
+class UpstreamRejected(UpstreamError):
+    code = "upstream_rejected"
+
+
+class NoCapacity(HybridInferError):
+    status_code = 503
+    code = "no_capacity"
+
+
+class DeadlineExceeded(HybridInferError):
+    status_code = 504
+    code = "deadline_exceeded"
+
+
+class ConfigError(HybridInferError):
+    code = "invalid_config"

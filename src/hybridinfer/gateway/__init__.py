@@ -1,0 +1,1 @@
+"""Stage ``gateway``: HTTP in and out — auth, rate limits, request ids, protocols."""

@@ -1,0 +1,72 @@
+"""The gateway ASGI application."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+
+from hybridinfer.controlplane import ControlPlane
+from hybridinfer.errors import HybridInferError, NotFound
+from hybridinfer.gateway.middleware import (
+    AuthMiddleware,
+    ErrorMiddleware,
+    RateLimitMiddleware,
+    RequestIdMiddleware,
+)
+from hybridinfer.gateway.responses import error_response
+from hybridinfer.gateway.routes import ROUTES
+
+
+class MethodNotAllowed(HybridInferError):
+    status_code = 405
+    code = "method_not_allowed"
+
+
+async def _http_exception(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    error: HybridInferError
+    if exc.status_code == 405:
+        error = MethodNotAllowed(f"{request.method} is not allowed on {request.url.path}")
+    else:
+        error = NotFound(f"no route {request.url.path}")
+    return error_response(error, request.state.request_id)
+
+
+def create_app(
+    plane: ControlPlane, on_start: Callable[[str | None], None] | None = None
+) -> Starlette:
+    """The gateway; its lifespan starts and stops ``plane``.
+
+    ``on_start`` receives the admin key generated at first start (None when there was none to
+    generate), so the CLI can print it once.
+    """
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        generated = await plane.start()
+        if on_start is not None:
+            on_start(generated)
+        try:
+            yield
+        finally:
+            await plane.stop()
+
+    app = Starlette(
+        routes=ROUTES,
+        middleware=[
+            Middleware(RequestIdMiddleware),
+            Middleware(ErrorMiddleware),
+            Middleware(AuthMiddleware, keys=plane.keys),
+            Middleware(RateLimitMiddleware, limiter=plane.rate_limiter),
+        ],
+        exception_handlers={HTTPException: _http_exception},
+        lifespan=lifespan,
+    )
+    app.state.control_plane = plane
+    return app

@@ -1,0 +1,127 @@
+"""Plain ASGI middleware, one concern each, composed by Starlette's fold (outermost first):
+request id → errors → authentication → rate limit."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from hybridinfer.errors import HybridInferError, Unauthorized
+from hybridinfer.gateway.responses import error_response, valid_request_id
+from hybridinfer.keys import KeyRing, Principal
+from hybridinfer.ratelimit import RateLimiter
+
+log = logging.getLogger("hybridinfer.gateway")
+
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz"})
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
+
+
+class RequestIdMiddleware:
+    """Echo the caller's ``X-Request-ID`` (if well-formed) or make one; stamp arrival time."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        given = _header(scope, b"x-request-id")
+        request_id = given if given is not None and valid_request_id(given) else uuid.uuid4().hex
+        state = scope.setdefault("state", {})
+        state["request_id"] = request_id
+        state["started"] = started
+        encoded = request_id.encode()
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), (b"x-request-id", encoded)]
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)
+
+
+class ErrorMiddleware:
+    """Render every error in the envelope; never a stack trace, never a 500 for bad input."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        response_started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal response_started
+            if message["type"] == "http.response.start":
+                response_started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:
+            request_id = scope["state"]["request_id"]
+            if isinstance(exc, HybridInferError):
+                error = exc
+            else:
+                log.exception("unhandled error", extra={"request_id": request_id})
+                error = HybridInferError("internal error; see the server log for this request id")
+            if response_started:  # too late for an envelope; the client sees a cut response
+                return
+            await error_response(error, request_id)(scope, receive, send)
+
+
+class AuthMiddleware:
+    """Bearer API keys on every path but the health probes; sets ``state["principal"]``."""
+
+    def __init__(self, app: ASGIApp, keys: KeyRing) -> None:
+        self.app = app
+        self._keys = keys
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] not in PUBLIC_PATHS:
+            authorization = _header(scope, b"authorization")
+            if authorization is None:
+                raise Unauthorized("missing API key: send 'Authorization: Bearer <key>'")
+            scheme, _, token = authorization.partition(" ")
+            if scheme.lower() != "bearer" or not token.strip():
+                raise Unauthorized("malformed Authorization header: expected 'Bearer <key>'")
+            principal: Principal = await self._keys.authenticate(token.strip())
+            scope["state"]["principal"] = principal
+        await self.app(scope, receive, send)
+
+
+class RateLimitMiddleware:
+    """Per-key request rate; 429 with ``Retry-After`` past it."""
+
+    def __init__(self, app: ASGIApp, limiter: RateLimiter) -> None:
+        self.app = app
+        self._limiter = limiter
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        principal = scope.get("state", {}).get("principal")
+        if scope["type"] == "http" and principal is not None:
+            self._limiter.check(principal.key_id)
+        await self.app(scope, receive, send)
+
+
+__all__ = [
+    "AuthMiddleware",
+    "ErrorMiddleware",
+    "HybridInferError",
+    "RateLimitMiddleware",
+    "RequestIdMiddleware",
+]

@@ -1,0 +1,78 @@
+"""JSON responses (orjson) and the one error envelope every error is rendered in."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, TypeVar
+
+import orjson
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+from starlette.responses import Response
+
+from hybridinfer.errors import (
+    HybridInferError,
+    InvalidJSON,
+    PayloadTooLarge,
+    SchemaViolation,
+)
+
+Body = TypeVar("Body", bound=BaseModel)
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+
+
+class JSON(Response):
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content)
+
+
+def error_response(error: HybridInferError, request_id: str) -> JSON:
+    """``{"error": {"code", "message", "request_id"}}`` with the error's status and headers."""
+    body: dict[str, Any] = {
+        "code": error.error_code,
+        "message": error.message,
+        "request_id": request_id,
+    }
+    if error.details:
+        body["details"] = error.details
+    return JSON({"error": body}, status_code=error.status_code, headers=error.headers())
+
+
+def valid_request_id(value: str | None) -> bool:
+    return value is not None and _REQUEST_ID.match(value) is not None
+
+
+async def read_json(request: Request, max_bytes: int) -> dict[str, Any]:
+    """The body as a JSON object: 413 past ``max_bytes``, 400 if not JSON, 422 if not an object."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise PayloadTooLarge(f"body is larger than {max_bytes} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            raise PayloadTooLarge(f"body is larger than {max_bytes} bytes")
+        chunks.append(chunk)
+    try:
+        body = orjson.loads(b"".join(chunks))
+    except orjson.JSONDecodeError as exc:
+        raise InvalidJSON(f"body is not valid JSON: {exc.msg}") from None
+    if not isinstance(body, dict):
+        raise SchemaViolation("body must be a JSON object")
+    return body
+
+
+def parse_body(model: type[Body], body: dict[str, Any]) -> Body:
+    """Validate a body; a SchemaViolation lists each field and what is wrong with it."""
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        problems = [
+            {"field": ".".join(str(part) for part in error["loc"]), "problem": error["msg"]}
+            for error in exc.errors(include_url=False, include_input=False)
+        ]
+        summary = "; ".join(f"{p['field']}: {p['problem']}" for p in problems[:5])
+        raise SchemaViolation(f"invalid request: {summary}", details={"errors": problems}) from None

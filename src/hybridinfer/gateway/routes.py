@@ -1,0 +1,134 @@
+"""HTTP handlers: each translates HTTP and calls one control-plane method (house rule 3)."""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from hybridinfer.controlplane import ControlPlane
+from hybridinfer.errors import Forbidden, InvalidInput, NoCapacity, NotFound
+from hybridinfer.gateway.responses import JSON, parse_body, read_json
+from hybridinfer.keys import Principal
+from hybridinfer.registry import node_from_registration
+from hybridinfer.schemas import Heartbeat, InferRequest, NodeRegistration
+from hybridinfer.trace import Trace
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def requires(scope: str) -> Callable[[Endpoint], Endpoint]:
+    """Refuse (403) callers whose key lacks ``scope``; the route table can read the scope."""
+
+    def wrap(endpoint: Endpoint) -> Endpoint:
+        @functools.wraps(endpoint)
+        async def checked(request: Request) -> Response:
+            principal: Principal = request.state.principal
+            if not principal.allows(scope):
+                raise Forbidden(f"this API key lacks the {scope!r} scope")
+            return await endpoint(request)
+
+        checked.required_scope = scope  # type: ignore[attr-defined]
+        return checked
+
+    return wrap
+
+
+def _plane(request: Request) -> ControlPlane:
+    plane: ControlPlane = request.app.state.control_plane
+    return plane
+
+
+async def healthz(request: Request) -> Response:
+    return JSON({"status": "ok"})
+
+
+async def readyz(request: Request) -> Response:
+    plane = _plane(request)
+    if not await plane.store.ping():
+        raise NoCapacity("the store is unreachable", code="not_ready")
+    if not plane.registry.any_ready():
+        raise NoCapacity("no node is ready", code="not_ready")
+    return JSON({"status": "ready"})
+
+
+@requires("infer")
+async def infer(request: Request) -> Response:
+    plane = _plane(request)
+    state = request.state
+    trace = Trace(request_id=state.request_id, started=state.started, key_id=state.principal.key_id)
+    body = parse_body(InferRequest, await read_json(request, plane.settings.max_body_bytes))
+    return JSON(await plane.pipeline.infer(body, trace))
+
+
+@requires("infer")
+async def get_trace(request: Request) -> Response:
+    principal: Principal = request.state.principal
+    trace = await _plane(request).traces.get(request.path_params["request_id"])
+    if trace is None or not (principal.allows("admin") or trace.get("key_id") == principal.key_id):
+        raise NotFound("no trace with this request id", code="unknown_trace")
+    return JSON(trace)
+
+
+@requires("admin")
+async def list_traces(request: Request) -> Response:
+    limit_text = request.query_params.get("limit", "50")
+    if not limit_text.isdigit() or not 1 <= int(limit_text) <= 1000:
+        raise InvalidInput("limit must be a whole number from 1 to 1000")
+    status = request.query_params.get("status")
+    traces = await _plane(request).traces.recent(int(limit_text), status)
+    return JSON({"traces": traces})
+
+
+@requires("admin")
+async def list_nodes(request: Request) -> Response:
+    return JSON({"nodes": [node.describe() for node in _plane(request).registry.nodes()]})
+
+
+@requires("node")
+async def register_node(request: Request) -> Response:
+    plane = _plane(request)
+    registration = parse_body(
+        NodeRegistration, await read_json(request, plane.settings.max_body_bytes)
+    )
+    node = node_from_registration(registration)
+    plane.registry.add(node)
+    await plane.store.save_node(
+        node.id,
+        node.tier.value,
+        node.zone.value,
+        node.url,
+        orjson.dumps(registration.model_dump(mode="json")),
+    )
+    body: dict[str, Any] = {
+        "id": node.id,
+        "heartbeat_interval_s": plane.settings.heartbeat_interval_s,
+        "registered_at": time.time(),
+    }
+    return JSON(body, status_code=201)
+
+
+@requires("node")
+async def heartbeat(request: Request) -> Response:
+    plane = _plane(request)
+    beat = parse_body(Heartbeat, await read_json(request, plane.settings.max_body_bytes))
+    node = plane.registry.heartbeat(request.path_params["node_id"], beat.load, beat.in_flight)
+    return JSON({"id": node.id, "status": node.status.value})
+
+
+ROUTES = [
+    Route("/healthz", healthz, methods=["GET"]),
+    Route("/readyz", readyz, methods=["GET"]),
+    Route("/v1/infer", infer, methods=["POST"]),
+    Route("/v1/traces", list_traces, methods=["GET"]),
+    Route("/v1/traces/{request_id}", get_trace, methods=["GET"]),
+    Route("/v1/nodes", list_nodes, methods=["GET"]),
+    Route("/v1/nodes", register_node, methods=["POST"]),
+    Route("/v1/nodes/{node_id}/heartbeat", heartbeat, methods=["POST"]),
+]

@@ -1,0 +1,166 @@
+"""The node's HTTP API: the Open Inference Protocol (KServe V2) REST endpoints.
+
+Errors follow the protocol: ``{"error": "<message>"}`` with 400 for a bad request and 404 for
+an unknown model or version; a bad request never stops the node from serving.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from hybridinfer import __version__
+from hybridinfer.errors import HybridInferError, InvalidInput, InvalidJSON
+from hybridinfer.gateway.responses import JSON
+from hybridinfer.node.repository import ModelRepository
+from hybridinfer.tensors import to_array, to_tensor
+
+
+class RequestTensor(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    shape: list[int]
+    datatype: str
+    parameters: dict[str, Any] | None = None
+    data: Any
+
+
+class RequestOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    parameters: dict[str, Any] | None = None
+
+
+class InferenceRequest(BaseModel):
+    """The V2 inference request body."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str | None = None
+    parameters: dict[str, Any] | None = None
+    inputs: list[RequestTensor] = Field(min_length=1)
+    outputs: list[RequestOutput] | None = None
+
+
+def v2_error(message: str, status: int) -> JSON:
+    return JSON({"error": message}, status_code=status)
+
+
+def _repository(request: Request) -> ModelRepository:
+    repository: ModelRepository = request.app.state.repository
+    return repository
+
+
+async def live(request: Request) -> Response:
+    return JSON({"live": True})
+
+
+async def ready(request: Request) -> Response:
+    return JSON({"ready": True})
+
+
+async def server_metadata(request: Request) -> Response:
+    return JSON({"name": "hybridinfer-node", "version": __version__, "extensions": []})
+
+
+async def model_metadata(request: Request) -> Response:
+    params = request.path_params
+    return JSON(_repository(request).get(params["name"], params.get("version")).metadata())
+
+
+async def model_ready(request: Request) -> Response:
+    params = request.path_params
+    model = _repository(request).get(params["name"], params.get("version"))
+    return JSON({"name": model.name, "ready": True})
+
+
+async def model_statistics(request: Request) -> Response:
+    params = request.path_params
+    model = _repository(request).get(params["name"], params.get("version"))
+    return JSON({"model_stats": [model.statistics()]})
+
+
+async def infer(request: Request) -> Response:
+    repository = _repository(request)
+    params = request.path_params
+    model = repository.get(params["name"], params.get("version"))
+    try:
+        body = InferenceRequest.model_validate(orjson.loads(await request.body()))
+    except orjson.JSONDecodeError as exc:
+        raise InvalidJSON(f"body is not valid JSON: {exc.msg}") from None
+    except ValidationError as exc:
+        first = exc.errors(include_url=False, include_input=False)[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise InvalidInput(f"invalid inference request: {where}: {first['msg']}") from None
+    arrays = {t.name: to_array(t.name, t.datatype, t.shape, t.data) for t in body.inputs}
+    outputs = await repository.infer(model, arrays)
+    wanted = [o.name for o in body.outputs] if body.outputs else list(outputs)
+    unknown = [name for name in wanted if name not in outputs]
+    if unknown:
+        raise InvalidInput(f"model {model.name} has no output {', '.join(unknown)}")
+    response: dict[str, Any] = {
+        "model_name": model.name,
+        "model_version": model.version,
+        "outputs": [to_tensor(name, outputs[name]) for name in wanted],
+    }
+    if body.id is not None:
+        response["id"] = body.id
+    return JSON(response)
+
+
+async def _errors(request: Request, exc: Exception) -> Response:
+    if isinstance(exc, HybridInferError):
+        status = exc.status_code if exc.status_code in (400, 404, 413, 422) else 500
+        return v2_error(exc.message, 400 if status in (413, 422) else status)
+    if isinstance(exc, HTTPException):
+        return v2_error(str(exc.detail), exc.status_code)
+    return v2_error("internal error", 500)
+
+
+def create_node_app(
+    repository: ModelRepository,
+    background: Callable[[], AbstractAsyncContextManager[None]] | None = None,
+) -> Starlette:
+    """The V2 server; ``background`` (registration, heartbeats) runs for the app's lifetime."""
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if background is None:
+            yield
+        else:
+            async with background():
+                yield
+        repository.close()
+
+    prefix = "/v2/models/{name}"
+    routes = [
+        Route("/v2/health/live", live, methods=["GET"]),
+        Route("/v2/health/ready", ready, methods=["GET"]),
+        Route("/v2", server_metadata, methods=["GET"]),
+        Route(prefix, model_metadata, methods=["GET"]),
+        Route(prefix + "/versions/{version}", model_metadata, methods=["GET"]),
+        Route(prefix + "/ready", model_ready, methods=["GET"]),
+        Route(prefix + "/versions/{version}/ready", model_ready, methods=["GET"]),
+        Route(prefix + "/stats", model_statistics, methods=["GET"]),
+        Route(prefix + "/versions/{version}/stats", model_statistics, methods=["GET"]),
+        Route(prefix + "/infer", infer, methods=["POST"]),
+        Route(prefix + "/versions/{version}/infer", infer, methods=["POST"]),
+    ]
+    app = Starlette(
+        routes=routes,
+        exception_handlers={HybridInferError: _errors, HTTPException: _errors, Exception: _errors},
+        lifespan=lifespan,
+    )
+    app.state.repository = repository
+    return app

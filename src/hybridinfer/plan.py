@@ -1,0 +1,78 @@
+"""The plan of one request: a DAG of subtasks, each labelled for the router."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Privacy(StrEnum):
+    """How far a subtask's data may travel; ordered from least to most restricted."""
+
+    PUBLIC = "public"
+    INTERNAL = "internal"
+    SENSITIVE = "sensitive"
+
+    @property
+    def rank(self) -> int:
+        return _PRIVACY_RANK[self]
+
+    def at_least(self, other: Privacy) -> Privacy:
+        """The stricter of the two labels."""
+        return self if self.rank >= other.rank else other
+
+
+_PRIVACY_RANK = {Privacy.PUBLIC: 0, Privacy.INTERNAL: 1, Privacy.SENSITIVE: 2}
+
+
+@dataclass(slots=True)
+class Subtask:
+    """One model call in a plan, with the labels the router decides on.
+
+    ``inputs`` maps the model's input names to values already resolved, or to references
+    (``$inputs.text``, ``$classify.label``) that the executor resolves once the subtask's
+    dependencies have run.
+    """
+
+    id: str
+    capability: str
+    task: str | None
+    inputs: dict[str, Any]
+    depends_on: tuple[str, ...] = ()
+    privacy: Privacy = Privacy.INTERNAL
+    size: int = 0
+    complexity: float = 0.5
+    priority: int = 0
+    soft: bool = False
+    """A soft subtask may fail without failing the request (the answer is then ``partial``)."""
+
+    def labels(self) -> dict[str, Any]:
+        """The labels a trace shows for this subtask."""
+        return {
+            "id": self.id,
+            "capability": self.capability,
+            "task": self.task,
+            "depends_on": list(self.depends_on),
+            "privacy": self.privacy.value,
+            "size": self.size,
+            "complexity": self.complexity,
+            "soft": self.soft,
+        }
+
+
+@dataclass(slots=True)
+class Plan:
+    """A request broken into subtasks, plus how their outputs form the answer."""
+
+    task: str
+    subtasks: list[Subtask]
+    outputs: dict[str, str] = field(default_factory=dict)
+    """Answer field → reference to a subtask output (``$classify.label``)."""
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "task": self.task,
+            "subtasks": [subtask.labels() for subtask in self.subtasks],
+            "outputs": dict(self.outputs),
+        }

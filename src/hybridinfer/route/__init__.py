@@ -1,0 +1,1 @@
+"""Stage ``route``: filter → score → choose a deployment per subtask, with fallbacks."""

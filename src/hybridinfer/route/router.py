@@ -1,0 +1,201 @@
+"""Filter → score → choose, per subtask (design §5): every candidate is kept with its score or
+the rule that rejected it, and the decision carries one sentence saying why."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from hybridinfer.decision import Candidate, Cascade, Decision
+from hybridinfer.errors import NoCapacity, PrivacyViolation
+from hybridinfer.plan import Privacy, Subtask
+from hybridinfer.registry import NodeRegistry
+from hybridinfer.route.policy import Policy, Prefer, Weights
+from hybridinfer.route.signals import Signals
+from hybridinfer.topology import NodeStatus, Tier, Zone
+
+Route = str
+"""``auto`` or a tier name (``local``, ``edge``, ``cloud``)."""
+
+# Differences below these are noise: candidates within them score the same on that goal.
+_LATENCY_TOLERANCE_MS = 1.0
+_COST_TOLERANCE = 1e-9
+_QUALITY_TOLERANCE = 0.002
+
+
+@dataclass(slots=True, frozen=True)
+class RouteOptions:
+    """The caller's routing wishes for one request."""
+
+    route: Route = "auto"
+    prefer: Prefer = "balanced"
+    max_latency_ms: float | None = None
+
+
+def _filter(subtask: Subtask, options: RouteOptions, candidate: Candidate) -> None:
+    node, deployment = candidate.node, candidate.deployment
+    if subtask.privacy is Privacy.SENSITIVE and node.zone is not Zone.PRIVATE:
+        candidate.rejected_by = "privacy"
+        candidate.detail = "sensitive data never leaves the private zone"
+    elif options.route != "auto" and node.tier.value != options.route:
+        candidate.rejected_by = "route"
+        candidate.detail = f"options.route is {options.route}"
+    elif node.status is not NodeStatus.READY:
+        candidate.rejected_by = "health"
+        candidate.detail = f"node {node.id} is {node.status.value}"
+    elif subtask.size > deployment.max_input:
+        candidate.rejected_by = "input_limit"
+        candidate.detail = f"input size {subtask.size} > limit {deployment.max_input}"
+
+
+def _goodness(values: Sequence[float], tolerance: float, higher_is_better: bool) -> list[float]:
+    """Min-max scale to 0..1 (1 = best); spreads within ``tolerance`` count as equal."""
+    low, high = min(values), max(values)
+    if high - low <= tolerance:
+        return [1.0] * len(values)
+    if higher_is_better:
+        return [(value - low) / (high - low) for value in values]
+    return [(high - value) / (high - low) for value in values]
+
+
+def _score(candidates: list[Candidate], weights: Weights) -> None:
+    latency = _goodness([c.expected_latency_ms for c in candidates], _LATENCY_TOLERANCE_MS, False)
+    cost = _goodness([c.deployment.cost_per_call for c in candidates], _COST_TOLERANCE, False)
+    quality = _goodness([c.deployment.quality for c in candidates], _QUALITY_TOLERANCE, True)
+    for index, candidate in enumerate(candidates):
+        candidate.score = (
+            weights.latency * latency[index]
+            + weights.cost * cost[index]
+            + weights.quality * quality[index]
+        )
+
+
+def _where(candidate: Candidate) -> str:
+    return f"{candidate.deployment.model} on {candidate.node.id} ({candidate.node.tier.value})"
+
+
+class Router:
+    """Places subtasks on deployments under the current policy."""
+
+    def __init__(
+        self, registry: NodeRegistry, signals: Signals, policy: Callable[[], Policy]
+    ) -> None:
+        self._registry = registry
+        self._signals = signals
+        self._policy = policy
+
+    def decide(self, subtask: Subtask, options: RouteOptions) -> Decision:
+        """One decision; raises PrivacyViolation or NoCapacity when nothing may run it."""
+        policy = self._policy()
+        candidates = [
+            Candidate(deployment=deployment, node=node)
+            for node, deployment in self._registry.candidates(subtask.capability, subtask.task)
+        ]
+        for candidate in candidates:
+            _filter(subtask, options, candidate)
+            candidate.expected_latency_ms = (
+                self._signals.latency_ms(candidate.deployment.id, candidate.deployment.latency_ms)
+                + candidate.node.rtt_ms
+            )
+        survivors = [c for c in candidates if c.rejected_by is None]
+        if not survivors:
+            raise self._nothing_left(subtask, options, candidates)
+        survivors = self._apply_slo(survivors, options)
+        _score(survivors, policy.weights(options.prefer))
+        ranked = sorted(survivors, key=lambda c: c.score or 0.0, reverse=True)
+        cascade = self._cascade(subtask, options, policy, ranked)
+        if cascade is not None:
+            first = min(ranked, key=lambda c: (c.deployment.cost_per_call, c.expected_latency_ms))
+            ranked = [first] + [c for c in ranked if c is not first]
+        chosen, fallbacks = ranked[0], ranked[1:]
+        return Decision(
+            subtask_id=subtask.id,
+            chosen=chosen,
+            fallbacks=fallbacks,
+            candidates=candidates,
+            reason=self._reason(subtask, options, chosen, fallbacks, candidates, cascade),
+            policy_version=policy.version,
+            cascade=cascade,
+        )
+
+    def _apply_slo(self, survivors: list[Candidate], options: RouteOptions) -> list[Candidate]:
+        if options.max_latency_ms is None:
+            return survivors
+        within = [c for c in survivors if c.expected_latency_ms <= options.max_latency_ms]
+        for candidate in survivors:
+            if candidate not in within and within:
+                candidate.rejected_by = "latency_slo"
+                candidate.detail = (
+                    f"expected {candidate.expected_latency_ms:.1f} ms > "
+                    f"max_latency_ms {options.max_latency_ms:g}"
+                )
+        return within or survivors
+
+    @staticmethod
+    def _cascade(
+        subtask: Subtask, options: RouteOptions, policy: Policy, ranked: list[Candidate]
+    ) -> Cascade | None:
+        rule = policy.cascade.get(subtask.task or subtask.capability)
+        if rule is None or options.route != "auto" or options.prefer != "balanced":
+            return None
+        first = min(ranked, key=lambda c: (c.deployment.cost_per_call, c.expected_latency_ms))
+        stronger = [c for c in ranked if c.deployment.quality > first.deployment.quality]
+        if not stronger:
+            return None
+        stronger.sort(key=lambda c: c.deployment.quality, reverse=True)
+        return Cascade(threshold=rule.threshold, escalate_to=stronger)
+
+    @staticmethod
+    def _nothing_left(
+        subtask: Subtask, options: RouteOptions, candidates: list[Candidate]
+    ) -> Exception:
+        wanted = f"{subtask.capability}" + (f"/{subtask.task}" if subtask.task else "")
+        if not candidates:
+            return NoCapacity(f"no deployment serves {wanted}")
+        blocked_by_privacy = [c for c in candidates if c.rejected_by == "privacy"]
+        forced_tier_private = any(
+            c.node.tier.value == options.route and c.rejected_by != "privacy" for c in candidates
+        )
+        if blocked_by_privacy and (options.route == "auto" or not forced_tier_private):
+            return PrivacyViolation(
+                f"subtask {subtask.id!r} holds sensitive data, which never leaves the private "
+                f"zone; no private-zone deployment can serve route={options.route}"
+            )
+        reasons = sorted({f"{c.deployment.id}: {c.detail}" for c in candidates})
+        return NoCapacity(f"no deployment can serve {wanted} now ({'; '.join(reasons)})")
+
+    @staticmethod
+    def _reason(
+        subtask: Subtask,
+        options: RouteOptions,
+        chosen: Candidate,
+        fallbacks: list[Candidate],
+        candidates: list[Candidate],
+        cascade: Cascade | None,
+    ) -> str:
+        if cascade is not None:
+            head = (
+                f"Cascade: {_where(chosen)} runs first as the cheapest and fastest; "
+                f"escalate to {_where(cascade.escalate_to[0])} "
+                f"when its confidence is below {cascade.threshold:g}"
+            )
+        elif options.route != "auto":
+            head = f"Forced to the {options.route} tier by options.route: {_where(chosen)}"
+        else:
+            head = (
+                f"{_where(chosen)} scores best for prefer={options.prefer} "
+                f"(~{chosen.expected_latency_ms:.1f} ms, cost {chosen.deployment.cost_per_call:g}, "
+                f"quality {chosen.deployment.quality:.3f})"
+            )
+        rejected: dict[str, int] = {}
+        for candidate in candidates:
+            if candidate.rejected_by is not None:
+                rejected[candidate.rejected_by] = rejected.get(candidate.rejected_by, 0) + 1
+        tail = [f"{len(fallbacks)} fallback(s)"]
+        tail += [f"{count} rejected by {rule}" for rule, count in sorted(rejected.items())]
+        if subtask.privacy is Privacy.SENSITIVE:
+            tail.append("sensitive data kept in the private zone")
+        return f"{head}; {', '.join(tail)}."
+
+
+__all__ = ["RouteOptions", "Router", "Tier"]

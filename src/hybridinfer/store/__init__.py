@@ -1,0 +1,1 @@
+"""Relational state: keys, nodes, requests with their traces and decisions."""

@@ -1,0 +1,189 @@
+"""The relational store on SQLAlchemy 2 (async): SQLite by default, PostgreSQL for real."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import orjson
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Connection, delete, event, insert, select, text, update
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from hybridinfer.errors import HybridInferError
+from hybridinfer.store import tables
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+
+
+class StoreUnavailable(HybridInferError):
+    status_code = 503
+    code = "store_unavailable"
+
+
+def _enable_sqlite_wal(dbapi_connection: Any, _record: Any) -> None:
+    # WAL lets readers (trace lookups) run while the trace writer commits.
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def _upgrade(connection: Connection) -> None:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = connection
+    command.upgrade(config, "head")
+
+
+class SqlStore:
+    """Keys, nodes, requests (traces) and decisions, behind one async engine."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        if url.startswith("sqlite"):
+            path = url.split("///", 1)[-1]
+            if path and path != ":memory:":
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._engine: AsyncEngine = create_async_engine(url, pool_pre_ping=True)
+        if url.startswith("sqlite"):
+            event.listen(self._engine.sync_engine, "connect", _enable_sqlite_wal)
+
+    @asynccontextmanager
+    async def _begin(self) -> AsyncIterator[AsyncConnection]:
+        try:
+            async with self._engine.begin() as connection:
+                yield connection
+        except SQLAlchemyError as exc:
+            raise StoreUnavailable(f"store error: {type(exc).__name__}") from exc
+        except OSError as exc:
+            raise StoreUnavailable(f"store unreachable: {exc.strerror or exc}") from exc
+
+    async def migrate(self) -> None:
+        """Bring the schema to the newest Alembic revision."""
+        async with self._begin() as connection:
+            await connection.run_sync(_upgrade)
+
+    async def ping(self) -> bool:
+        try:
+            async with self._begin() as connection:
+                await connection.execute(text("SELECT 1"))
+        except StoreUnavailable:
+            return False
+        return True
+
+    async def close(self) -> None:
+        await self._engine.dispose()
+
+    # keys
+
+    async def add_key(self, key_id: str, name: str, hashed: str, scopes: Sequence[str]) -> None:
+        async with self._begin() as connection:
+            await connection.execute(
+                insert(tables.api_keys).values(
+                    id=key_id,
+                    name=name,
+                    hash=hashed,
+                    scopes=" ".join(sorted(scopes)),
+                    created_at=time.time(),
+                )
+            )
+
+    async def get_key(self, key_id: str) -> dict[str, Any] | None:
+        async with self._begin() as connection:
+            row = (
+                await connection.execute(
+                    select(tables.api_keys).where(tables.api_keys.c.id == key_id)
+                )
+            ).first()
+        return None if row is None else dict(row._mapping)
+
+    async def revoke_key(self, key_id: str) -> bool:
+        async with self._begin() as connection:
+            result = await connection.execute(
+                update(tables.api_keys)
+                .where(tables.api_keys.c.id == key_id, tables.api_keys.c.revoked_at.is_(None))
+                .values(revoked_at=time.time())
+            )
+        return bool(result.rowcount)
+
+    async def has_admin_key(self) -> bool:
+        async with self._begin() as connection:
+            rows = await connection.execute(
+                select(tables.api_keys.c.scopes).where(tables.api_keys.c.revoked_at.is_(None))
+            )
+            return any("admin" in row.scopes.split() for row in rows)
+
+    # nodes
+
+    async def save_node(self, node_id: str, tier: str, zone: str, url: str, body: bytes) -> None:
+        async with self._begin() as connection:
+            await connection.execute(delete(tables.nodes).where(tables.nodes.c.id == node_id))
+            await connection.execute(
+                insert(tables.nodes).values(
+                    id=node_id,
+                    tier=tier,
+                    zone=zone,
+                    url=url,
+                    registration=body.decode(),
+                    registered_at=time.time(),
+                )
+            )
+
+    # requests, traces and decisions
+
+    async def save_traces(self, traces: Sequence[dict[str, Any]]) -> None:
+        """Write a batch of finished traces in one transaction."""
+        request_rows = [
+            {
+                "request_id": trace["request_id"],
+                "task": trace["task"],
+                "status": trace["status"],
+                "key_id": trace.get("key_id"),
+                "created_at": trace["created_at"],
+                "total_ms": trace["timings_ms"].get("total", 0.0),
+                "trace": orjson.dumps(trace).decode(),
+            }
+            for trace in traces
+        ]
+        decision_rows = [
+            {
+                "request_id": trace["request_id"],
+                "subtask_id": decision["subtask"],
+                "deployment": decision["chosen"],
+                "tier": decision["tier"],
+                "policy_version": decision["policy_version"],
+                "reason": decision["reason"],
+            }
+            for trace in traces
+            for decision in trace["decisions"]
+        ]
+        async with self._begin() as connection:
+            await connection.execute(insert(tables.requests), request_rows)
+            if decision_rows:
+                await connection.execute(insert(tables.decisions), decision_rows)
+
+    async def get_trace(self, request_id: str) -> dict[str, Any] | None:
+        async with self._begin() as connection:
+            row = (
+                await connection.execute(
+                    select(tables.requests.c.trace)
+                    .where(tables.requests.c.request_id == request_id)
+                    .order_by(tables.requests.c.id.desc())
+                    .limit(1)
+                )
+            ).first()
+        return None if row is None else dict(orjson.loads(row.trace))
+
+    async def list_traces(self, limit: int, status: str | None) -> list[dict[str, Any]]:
+        query = select(tables.requests.c.trace).order_by(tables.requests.c.created_at.desc())
+        if status is not None:
+            query = query.where(tables.requests.c.status == status)
+        async with self._begin() as connection:
+            rows = await connection.execute(query.limit(limit))
+            return [dict(orjson.loads(row.trace)) for row in rows]

@@ -1,0 +1,57 @@
+"""Table definitions (SQLAlchemy Core); Alembic migrations in ``migrations/`` create them."""
+
+from __future__ import annotations
+
+from sqlalchemy import Column, Float, Index, Integer, MetaData, String, Table, Text
+
+metadata = MetaData()
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", String(32), primary_key=True, doc="sha256 prefix of the key: the lookup index"),
+    Column("name", String(200), nullable=False),
+    Column("hash", String(300), nullable=False, doc="scrypt hash with its salt and parameters"),
+    Column("scopes", String(200), nullable=False, doc="space-separated scopes"),
+    Column("created_at", Float, nullable=False),
+    Column("revoked_at", Float, nullable=True),
+)
+
+nodes = Table(
+    "nodes",
+    metadata,
+    Column("id", String(128), primary_key=True),
+    Column("tier", String(16), nullable=False),
+    Column("zone", String(16), nullable=False),
+    Column("url", String(500), nullable=False),
+    Column("registration", Text, nullable=False, doc="the registration body, JSON"),
+    Column("registered_at", Float, nullable=False),
+)
+
+requests = Table(
+    "requests",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("request_id", String(128), nullable=False, doc="not unique: callers may reuse ids"),
+    Column("task", String(200), nullable=True),
+    Column("status", String(16), nullable=False),
+    Column("key_id", String(32), nullable=True),
+    Column("created_at", Float, nullable=False),
+    Column("total_ms", Float, nullable=False),
+    Column("trace", Text, nullable=False, doc="the whole trace, JSON"),
+    Index("ix_requests_request_id", "request_id"),
+    Index("ix_requests_created_at", "created_at"),
+    Index("ix_requests_status_created_at", "status", "created_at"),
+)
+
+decisions = Table(
+    "decisions",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("request_id", String(128), nullable=False, index=True),
+    Column("subtask_id", String(128), nullable=False),
+    Column("deployment", String(300), nullable=False),
+    Column("tier", String(16), nullable=False),
+    Column("policy_version", String(100), nullable=False),
+    Column("reason", Text, nullable=False),
+)

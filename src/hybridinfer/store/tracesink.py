@@ -1,0 +1,102 @@
+"""Trace writes off the request path: a bounded buffer flushed in batches by one task.
+
+A request never waits for the store. When the store is down the buffer holds what it can;
+past its bound, traces are dropped and counted — the request path is never blocked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import OrderedDict
+from typing import Any
+
+from hybridinfer.store.sql import SqlStore, StoreUnavailable
+from hybridinfer.trace import Trace
+
+log = logging.getLogger(__name__)
+
+
+class TraceSink:
+    """Buffers finished traces, flushes them to the store, and serves the freshest ones."""
+
+    def __init__(
+        self,
+        store: SqlStore,
+        capacity: int = 10_000,
+        batch_size: int = 200,
+        flush_interval_s: float = 0.2,
+        recent: int = 2_000,
+    ) -> None:
+        self._store = store
+        self._capacity = capacity
+        self._batch_size = batch_size
+        self._interval = flush_interval_s
+        self._pending: list[dict[str, Any]] = []
+        self._recent: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._recent_size = recent
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._flushing = asyncio.Lock()
+        self.dropped = 0
+        self.written = 0
+
+    def record(self, trace: Trace) -> None:
+        """Queue a finished trace; never blocks, never raises."""
+        body = trace.describe()
+        body["key_id"] = trace.key_id
+        self._recent[trace.request_id] = body
+        if len(self._recent) > self._recent_size:
+            self._recent.popitem(last=False)
+        if len(self._pending) >= self._capacity:
+            self.dropped += 1
+            return
+        self._pending.append(body)
+        if len(self._pending) >= self._batch_size:
+            self._wake.set()
+
+    async def get(self, request_id: str) -> dict[str, Any] | None:
+        body = self._recent.get(request_id)
+        if body is not None:
+            return body
+        return await self._store.get_trace(request_id)
+
+    async def recent(self, limit: int, status: str | None) -> list[dict[str, Any]]:
+        await self.flush()
+        return await self._store.list_traces(limit, status)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="trace-sink")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        with contextlib.suppress(StoreUnavailable):
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Write everything pending; on failure keep it for the next try."""
+        async with self._flushing:
+            while self._pending:
+                batch = self._pending[: self._batch_size]
+                await self._store.save_traces(batch)
+                del self._pending[: len(batch)]
+                self.written += len(batch)
+
+    async def _run(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._interval):
+                    await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self.flush()
+            except StoreUnavailable as exc:
+                log.warning(
+                    "trace store unavailable, %d traces buffered: %s", len(self._pending), exc
+                )
+                await asyncio.sleep(1.0)

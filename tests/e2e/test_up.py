@@ -1,0 +1,124 @@
+"""`hybridinfer up` end to end: real gateway process, real cloud node process, real models."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.e2e.conftest import Running, cloud_ready, port_is_free, wait_until
+
+pytestmark = pytest.mark.integration
+
+Launch = Callable[..., Running]
+SENTIMENT = {"task": "sentiment", "inputs": {"text": "I love this"}}
+DIGIT = {"task": "digits", "inputs": {"pixels": [0, 0, 5, 13, 9, 1, 0, 0] * 8}}
+
+
+def cloud_node_pid(running: Running) -> int:
+    """The pid of the node process `up` started (a child of the `up` process)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        parent = next(line for line in status.splitlines() if line.startswith("PPid:"))
+        if int(parent.split()[1]) == running.process.pid and b"node" in cmdline:
+            return int(entry.name)
+    raise AssertionError("the cloud node process was not found")
+
+
+def inference_count(running: Running, model: str) -> int:
+    port = int(running.url.rsplit(":", 1)[1]) + 1
+    body = httpx.get(f"http://127.0.0.1:{port}/v2/models/{model}/stats").json()
+    return int(body["model_stats"][0]["inference_count"])
+
+
+def test_local_cloud_privacy_and_traces(launch: Launch) -> None:
+    running = launch()
+    wait_until(lambda: cloud_ready(running), 30, "cloud node registered", running)
+    with running.client() as client:
+        local = client.post("/v1/infer", json=SENTIMENT)
+        assert local.status_code == 200, local.text
+        assert local.json()["subtasks"][0]["tier"] == "local"
+        assert local.json()["outputs"]["label"] == "positive"
+
+        assert (
+            client.post("/v1/infer", json=SENTIMENT, headers={"Authorization": ""}).status_code
+            == 401
+        )
+
+        cloud = client.post("/v1/infer", json={**SENTIMENT, "options": {"route": "cloud"}})
+        assert cloud.status_code == 200, cloud.text
+        subtask = cloud.json()["subtasks"][0]
+        assert (subtask["tier"], subtask["node"], subtask["model"]) == (
+            "cloud",
+            "cloud-1",
+            "sentiment-large",
+        )
+
+        before = inference_count(running, "sentiment-large")
+        refused = client.post(
+            "/v1/infer",
+            json={**SENTIMENT, "options": {"privacy": "sensitive", "route": "cloud"}},
+        )
+        assert refused.status_code == 403
+        assert refused.json()["error"]["code"] == "privacy_violation"
+        assert inference_count(running, "sentiment-large") == before  # nothing reached the cloud
+
+        trace = client.get(f"/v1/traces/{cloud.json()['request_id']}").json()
+        assert trace["plan"]["subtasks"][0]["id"] == "classify"
+        assert trace["decisions"][0]["candidates"]
+        assert trace["decisions"][0]["policy_version"]
+        assert trace["decisions"][0]["reason"].startswith("Forced to the cloud tier")
+        assert trace["attempts"][0]["node"] == "cloud-1"
+        assert {"gateway", "decompose", "route", "execute", "aggregate"} <= set(trace["timings_ms"])
+
+
+def test_killed_cloud_node_leaves_the_local_tier_answering(launch: Launch) -> None:
+    running = launch()
+    wait_until(lambda: cloud_ready(running), 30, "cloud node registered", running)
+    os.kill(cloud_node_pid(running), signal.SIGKILL)
+    with running.client() as client:
+        for body in (SENTIMENT, DIGIT):
+            for prefer in ("balanced", "quality"):
+                response = client.post("/v1/infer", json={**body, "options": {"prefer": prefer}})
+                assert response.status_code == 200, response.text
+                assert response.json()["subtasks"][0]["tier"] == "local"
+
+
+def test_second_start_is_ready_quickly_and_the_key_is_printed_once(
+    launch: Launch, tmp_path: Path
+) -> None:
+    data_dir = tmp_path / "restart"
+    first = launch(data_dir=data_dir, bootstrap=False)
+    printed = [line for line in first.stderr().splitlines() if "HYBRIDINFER_API_KEY=" in line]
+    assert len(printed) == 1
+    key = printed[0].split("=", 1)[1].strip()
+    first.key = key
+    with first.client() as client:
+        assert client.post("/v1/infer", json=SENTIMENT).status_code == 200
+    first.process.send_signal(signal.SIGTERM)
+    first.process.wait(timeout=15)
+    started = time.monotonic()
+    second = launch(data_dir=data_dir, bootstrap=False)
+    second.key = key
+    wait_until(lambda: cloud_ready(second), 30, "cloud node registered", second)
+    assert time.monotonic() - started < 15.0
+    assert "Admin API key" not in second.stderr()
+
+
+def test_default_port_is_8080(launch: Launch, tmp_path: Path) -> None:
+    if not port_is_free(8080) or not port_is_free(8081):
+        pytest.fail("ports 8080/8081 are taken; the default-port test needs them")
+    running = launch(port=None)
+    assert httpx.get("http://127.0.0.1:8080/healthz").status_code == 200
+    assert running.url.endswith(":8080")

@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import time
+
+from hybridinfer.errors import UpstreamUnavailable
+from hybridinfer.execute.executor import Executor
+from hybridinfer.plan import Plan, Subtask
+from hybridinfer.route.policy import CascadeRule, Policy
+from hybridinfer.route.router import RouteOptions, Router
+from hybridinfer.route.signals import Signals
+from hybridinfer.trace import Trace
+from tests.fakes import ScriptedBackend, hybrid_registry
+
+
+def plan() -> Plan:
+    classify = Subtask(
+        id="classify",
+        capability="text-classification",
+        task="sentiment",
+        inputs={"text": "$inputs.text"},
+    )
+    return Plan(task="sentiment", subtasks=[classify], outputs={"label": "$classify.label"})
+
+
+async def execute(
+    script: dict[str, float | Exception], options: RouteOptions, policy: Policy | None = None
+) -> tuple[dict[str, object], Trace, ScriptedBackend]:
+    backend = ScriptedBackend(script)  # type: ignore[arg-type]
+    signals = Signals()
+    chosen_policy = policy or Policy(version="t")
+    router = Router(hybrid_registry(), signals, lambda: chosen_policy)
+    the_plan = plan()
+    decisions = {s.id: router.decide(s, options) for s in the_plan.subtasks}
+    executor = Executor({"onnx": backend, "v2": backend}, signals)
+    trace = Trace(request_id="r1")
+    results = await executor.run(the_plan, decisions, {"text": "hi"}, trace, time.monotonic() + 5)
+    return dict(results), trace, backend
+
+
+async def test_inputs_are_resolved_from_the_request() -> None:
+    results, _, backend = await execute({"local": 0.9}, RouteOptions())
+    assert backend.calls == [("local", {"text": "hi"})]
+    assert results["classify"].outputs["label"] == "from-local"  # type: ignore[attr-defined]
+
+
+async def test_failed_primary_falls_back_and_the_trace_shows_both_attempts() -> None:
+    results, trace, _ = await execute(
+        {"cloud-1": UpstreamUnavailable("down"), "local": 0.9}, RouteOptions(prefer="quality")
+    )
+    result = results["classify"]
+    assert result.status == "ok"  # type: ignore[attr-defined]
+    assert [(a.node, a.role, a.status) for a in trace.attempts] == [
+        ("cloud-1", "primary", "error"),
+        ("edge-1", "fallback", "error"),
+        ("local", "fallback", "ok"),
+    ]
+    assert trace.attempts[0].error_code == "upstream_unavailable"
+
+
+async def test_every_path_failing_returns_the_last_error() -> None:
+    results, trace, _ = await execute({}, RouteOptions())
+    result = results["classify"]
+    assert result.status == "error"  # type: ignore[attr-defined]
+    assert result.error.error_code == "upstream_unavailable"  # type: ignore[attr-defined]
+    assert len(trace.attempts) == 3
+
+
+async def test_cascade_escalates_only_below_the_threshold() -> None:
+    policy = Policy(version="c", cascade={"sentiment": CascadeRule(threshold=0.8)})
+    confident, trace, _ = await execute({"local": 0.95, "cloud-1": 0.99}, RouteOptions(), policy)
+    assert confident["classify"].outputs["label"] == "from-local"  # type: ignore[attr-defined]
+    assert len(trace.attempts) == 1
+    unsure, trace, _ = await execute({"local": 0.5, "cloud-1": 0.99}, RouteOptions(), policy)
+    assert unsure["classify"].outputs["label"] == "from-cloud-1"  # type: ignore[attr-defined]
+    assert [a.role for a in trace.attempts] == ["primary", "escalation"]
+
+
+async def test_failed_escalation_keeps_the_local_answer() -> None:
+    policy = Policy(version="c", cascade={"sentiment": CascadeRule(threshold=0.8)})
+    results, trace, _ = await execute(
+        {"local": 0.5, "cloud-1": UpstreamUnavailable("x"), "edge-1": UpstreamUnavailable("y")},
+        RouteOptions(),
+        policy,
+    )
+    assert results["classify"].outputs["label"] == "from-local"  # type: ignore[attr-defined]
+    assert [a.status for a in trace.attempts] == ["ok", "error", "error"]
+
+
+async def test_passed_deadline_fails_fast() -> None:
+    backend = ScriptedBackend({"local": 0.9})
+    signals = Signals()
+    router = Router(hybrid_registry(), signals, lambda: Policy(version="t"))
+    the_plan = plan()
+    decisions = {s.id: router.decide(s, RouteOptions()) for s in the_plan.subtasks}
+    executor = Executor({"onnx": backend, "v2": backend}, signals)
+    trace = Trace(request_id="r")
+    results = await executor.run(the_plan, decisions, {"text": "x"}, trace, time.monotonic() - 1)
+    assert results["classify"].error.error_code == "deadline_exceeded"  # type: ignore[union-attr]
+    assert backend.calls == []
