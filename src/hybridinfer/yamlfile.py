@@ -57,9 +57,16 @@ def line_of(lines: dict[Path, int], path: Path) -> int:
 
 def parse_document(model: type[Model], text: str, source: str) -> Model:
     """Parse and validate ``text`` as ``model``; a ConfigError names file, line and field."""
+    return parse_document_with_lines(model, text, source)[0]
+
+
+def parse_document_with_lines(
+    model: type[Model], text: str, source: str
+) -> tuple[Model, dict[Path, int]]:
+    """As ``parse_document``, also returning the line of every key (for later checks)."""
     data, lines = load_with_lines(text, source)
     try:
-        return model.model_validate(data)
+        return model.model_validate(data), lines
     except ValidationError as exc:
         problems = []
         for error in exc.errors():

@@ -5,7 +5,7 @@ import time
 from hybridinfer.errors import UpstreamUnavailable
 from hybridinfer.execute.executor import Executor
 from hybridinfer.plan import Plan, Subtask
-from hybridinfer.route.policy import CascadeRule, Policy
+from hybridinfer.route.policy import CompiledPolicy, compile_policy
 from hybridinfer.route.router import RouteOptions, Router
 from hybridinfer.route.signals import Signals
 from hybridinfer.trace import Trace
@@ -23,14 +23,17 @@ def plan() -> Plan:
 
 
 async def execute(
-    script: dict[str, float | Exception], options: RouteOptions, policy: Policy | None = None
+    script: dict[str, float | Exception],
+    options: RouteOptions,
+    policy: CompiledPolicy | None = None,
 ) -> tuple[dict[str, object], Trace, ScriptedBackend]:
     backend = ScriptedBackend(script)  # type: ignore[arg-type]
     signals = Signals()
-    chosen_policy = policy or Policy(version="t")
+    chosen_policy = policy or compile_policy("version: t")
     router = Router(hybrid_registry(), signals, lambda: chosen_policy)
     the_plan = plan()
-    decisions = {s.id: router.decide(s, options) for s in the_plan.subtasks}
+    context = router.context(options)
+    decisions = {s.id: router.decide(s, context) for s in the_plan.subtasks}
     executor = Executor({"onnx": backend, "v2": backend}, signals)
     trace = Trace(request_id="r1")
     results = await executor.run(the_plan, decisions, {"text": "hi"}, trace, time.monotonic() + 5)
@@ -66,7 +69,7 @@ async def test_every_path_failing_returns_the_last_error() -> None:
 
 
 async def test_cascade_escalates_only_below_the_threshold() -> None:
-    policy = Policy(version="c", cascade={"sentiment": CascadeRule(threshold=0.8)})
+    policy = compile_policy("version: c\ncascade: {sentiment: {threshold: 0.8}}")
     confident, trace, _ = await execute({"local": 0.95, "cloud-1": 0.99}, RouteOptions(), policy)
     assert confident["classify"].outputs["label"] == "from-local"  # type: ignore[attr-defined]
     assert len(trace.attempts) == 1
@@ -76,7 +79,7 @@ async def test_cascade_escalates_only_below_the_threshold() -> None:
 
 
 async def test_failed_escalation_keeps_the_local_answer() -> None:
-    policy = Policy(version="c", cascade={"sentiment": CascadeRule(threshold=0.8)})
+    policy = compile_policy("version: c\ncascade: {sentiment: {threshold: 0.8}}")
     results, trace, _ = await execute(
         {"local": 0.5, "cloud-1": UpstreamUnavailable("x"), "edge-1": UpstreamUnavailable("y")},
         RouteOptions(),
@@ -89,9 +92,11 @@ async def test_failed_escalation_keeps_the_local_answer() -> None:
 async def test_passed_deadline_fails_fast() -> None:
     backend = ScriptedBackend({"local": 0.9})
     signals = Signals()
-    router = Router(hybrid_registry(), signals, lambda: Policy(version="t"))
+    chosen_policy = compile_policy("version: t")
+    router = Router(hybrid_registry(), signals, lambda: chosen_policy)
     the_plan = plan()
-    decisions = {s.id: router.decide(s, RouteOptions()) for s in the_plan.subtasks}
+    context = router.context(RouteOptions())
+    decisions = {s.id: router.decide(s, context) for s in the_plan.subtasks}
     executor = Executor({"onnx": backend, "v2": backend}, signals)
     trace = Trace(request_id="r")
     results = await executor.run(the_plan, decisions, {"text": "x"}, trace, time.monotonic() - 1)

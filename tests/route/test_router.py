@@ -2,10 +2,11 @@ from __future__ import annotations
 
 import pytest
 
+from hybridinfer.decision import Decision
 from hybridinfer.errors import NoCapacity, PrivacyViolation
 from hybridinfer.plan import Privacy, Subtask
 from hybridinfer.registry import NodeRegistry
-from hybridinfer.route.policy import CascadeRule, Policy
+from hybridinfer.route.policy import CompiledPolicy, compile_policy
 from hybridinfer.route.router import RouteOptions, Router
 from hybridinfer.route.signals import Signals
 from hybridinfer.topology import NodeStatus
@@ -23,17 +24,31 @@ def subtask(privacy: Privacy = Privacy.INTERNAL, size: int = 10) -> Subtask:
     )
 
 
+def policy(extra: str = "") -> CompiledPolicy:
+    return compile_policy("version: test-1\n" + extra)
+
+
+CASCADE = "cascade:\n  sentiment: {threshold: 0.7}\n"
+
+
 def router(
     registry: NodeRegistry | None = None,
-    policy: Policy | None = None,
+    chosen: CompiledPolicy | None = None,
     signals: Signals | None = None,
 ) -> Router:
-    chosen_policy = policy or Policy(version="test-1")
-    return Router(registry or hybrid_registry(), signals or Signals(), lambda: chosen_policy)
+    the_policy = chosen or policy()
+    return Router(registry or hybrid_registry(), signals or Signals(), lambda: the_policy)
+
+
+def decide(
+    the_router: Router, the_subtask: Subtask, options: RouteOptions | None = None
+) -> Decision:
+    context = the_router.context(options or RouteOptions(), "sentiment", "k1")
+    return the_router.decide(the_subtask, context)
 
 
 def test_balanced_prefers_the_free_fast_local_model_and_keeps_the_rest_as_fallbacks() -> None:
-    decision = router().decide(subtask(), RouteOptions())
+    decision = decide(router(), subtask(), RouteOptions())
     assert decision.chosen.node.id == "local"
     assert [c.node.id for c in decision.fallbacks] == ["edge-1", "cloud-1"]
     assert decision.policy_version == "test-1"
@@ -42,12 +57,12 @@ def test_balanced_prefers_the_free_fast_local_model_and_keeps_the_rest_as_fallba
 
 
 def test_prefer_quality_picks_the_strongest_model() -> None:
-    decision = router().decide(subtask(), RouteOptions(prefer="quality"))
+    decision = decide(router(), subtask(), RouteOptions(prefer="quality"))
     assert decision.chosen.node.id == "cloud-1"
 
 
 def test_forced_route_keeps_only_that_tier() -> None:
-    decision = router().decide(subtask(), RouteOptions(route="cloud"))
+    decision = decide(router(), subtask(), RouteOptions(route="cloud"))
     assert decision.chosen.node.id == "cloud-1"
     assert decision.fallbacks == []
     rejected = {c.node.id: c.rejected_by for c in decision.candidates}
@@ -56,7 +71,7 @@ def test_forced_route_keeps_only_that_tier() -> None:
 
 
 def test_sensitive_data_never_goes_to_the_public_zone() -> None:
-    decision = router().decide(subtask(Privacy.SENSITIVE), RouteOptions(prefer="quality"))
+    decision = decide(router(), subtask(Privacy.SENSITIVE), RouteOptions(prefer="quality"))
     assert decision.chosen.node.zone.value == "private"
     assert all(c.node.zone.value == "private" for c in decision.fallbacks)
     cloud = next(c for c in decision.candidates if c.node.id == "cloud-1")
@@ -65,14 +80,14 @@ def test_sensitive_data_never_goes_to_the_public_zone() -> None:
 
 def test_sensitive_data_forced_to_cloud_is_refused() -> None:
     with pytest.raises(PrivacyViolation):
-        router().decide(subtask(Privacy.SENSITIVE), RouteOptions(route="cloud"))
+        decide(router(), subtask(Privacy.SENSITIVE), RouteOptions(route="cloud"))
 
 
 def test_down_nodes_are_filtered_out_by_health() -> None:
     registry = hybrid_registry()
     registry.get("local").status = NodeStatus.DOWN
     registry.get("local").last_heartbeat = 0.0
-    decision = router(registry).decide(subtask(), RouteOptions())
+    decision = decide(router(registry), subtask(), RouteOptions())
     assert decision.chosen.node.id != "local"
     local = next(c for c in decision.candidates if c.node.id == "local")
     assert local.rejected_by == "health"
@@ -95,19 +110,18 @@ def test_missed_heartbeats_mark_a_node_down() -> None:
 def test_input_limit_rejects_small_models() -> None:
     registry = hybrid_registry()
     registry.get("local").deployments[0].max_input = 5
-    decision = router(registry).decide(subtask(size=10), RouteOptions())
+    decision = decide(router(registry), subtask(size=10), RouteOptions())
     assert decision.chosen.node.id != "local"
 
 
 def test_no_deployment_for_capability_means_no_capacity() -> None:
     odd = Subtask(id="x", capability="speech", task=None, inputs={})
     with pytest.raises(NoCapacity):
-        router().decide(odd, RouteOptions())
+        decide(router(), odd, RouteOptions())
 
 
 def test_cascade_runs_local_first_and_escalates_to_stronger_models() -> None:
-    policy = Policy(version="c-1", cascade={"sentiment": CascadeRule(threshold=0.7)})
-    decision = router(policy=policy).decide(subtask(), RouteOptions())
+    decision = decide(router(chosen=policy(CASCADE)), subtask(), RouteOptions())
     assert decision.chosen.node.id == "local"
     assert decision.cascade is not None
     assert decision.cascade.threshold == 0.7
@@ -116,8 +130,7 @@ def test_cascade_runs_local_first_and_escalates_to_stronger_models() -> None:
 
 
 def test_cascade_escalation_respects_privacy() -> None:
-    policy = Policy(version="c-1", cascade={"sentiment": CascadeRule(threshold=0.7)})
-    decision = router(policy=policy).decide(subtask(Privacy.SENSITIVE), RouteOptions())
+    decision = decide(router(chosen=policy(CASCADE)), subtask(Privacy.SENSITIVE), RouteOptions())
     assert decision.cascade is not None
     assert [c.node.id for c in decision.cascade.escalate_to] == ["edge-1"]
 
@@ -125,12 +138,12 @@ def test_cascade_escalation_respects_privacy() -> None:
 def test_observed_latency_moves_traffic() -> None:
     signals = Signals(alpha=1.0)
     signals.observe("local/small:1", 500.0, ok=True)
-    decision = router(signals=signals).decide(subtask(), RouteOptions(prefer="latency"))
+    decision = decide(router(signals=signals), subtask(), RouteOptions(prefer="latency"))
     assert decision.chosen.node.id == "edge-1"
 
 
 def test_latency_slo_rejects_slow_candidates() -> None:
-    decision = router().decide(subtask(), RouteOptions(prefer="quality", max_latency_ms=5.0))
+    decision = decide(router(), subtask(), RouteOptions(prefer="quality", max_latency_ms=5.0))
     assert decision.chosen.node.id == "edge-1"
     cloud = next(c for c in decision.candidates if c.node.id == "cloud-1")
     assert cloud.rejected_by == "latency_slo"

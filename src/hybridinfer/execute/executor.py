@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +14,9 @@ from hybridinfer.decision import Candidate, Decision
 from hybridinfer.decompose.rules import split_reference
 from hybridinfer.errors import DeadlineExceeded, HybridInferError, UpstreamError
 from hybridinfer.plan import Plan, Subtask
+from hybridinfer.route.budget import Ledger, MemoryLedger
+from hybridinfer.route.policy import BudgetPolicy
+from hybridinfer.route.router import BudgetExhausted
 from hybridinfer.route.signals import Signals
 from hybridinfer.trace import Attempt, Trace
 
@@ -47,9 +50,17 @@ def resolve(
 class Executor:
     """Runs plans; one backend per protocol."""
 
-    def __init__(self, backends: Mapping[str, Backend], signals: Signals) -> None:
+    def __init__(
+        self,
+        backends: Mapping[str, Backend],
+        signals: Signals,
+        ledger: Ledger | None = None,
+        budget: Callable[[], BudgetPolicy] = BudgetPolicy,
+    ) -> None:
         self._backends = dict(backends)
         self._signals = signals
+        self._ledger = ledger or MemoryLedger()
+        self._budget = budget
 
     async def run(
         self,
@@ -183,7 +194,9 @@ class Executor:
             backend = self._backends.get(node.protocol)
             if backend is None:
                 raise UpstreamError(f"no backend speaks {node.protocol!r}")
-            outputs = await backend.infer(node, deployment, inputs, remaining)
+            outputs = await self._call_within_budget(
+                backend, candidate, inputs, remaining, trace.key_id
+            )
         except HybridInferError as error:
             attempt.status = "error"
             attempt.error_code = error.error_code
@@ -195,3 +208,23 @@ class Executor:
         confidence = outputs.get("confidence")
         attempt.confidence = confidence if isinstance(confidence, float) else None
         return outputs, attempt
+
+    async def _call_within_budget(
+        self,
+        backend: Backend,
+        candidate: Candidate,
+        inputs: Mapping[str, Any],
+        timeout_s: float,
+        key_id: str | None,
+    ) -> dict[str, Any]:
+        """Reserve the call's cost first (atomic), give it back if the call fails."""
+        cost = candidate.deployment.cost_per_call
+        policy = self._budget()
+        if cost > 0.0 and not self._ledger.reserve(key_id, cost, policy):
+            raise BudgetExhausted("the cloud budget for this period is spent", retry_after_s=60.0)
+        try:
+            return await backend.infer(candidate.node, candidate.deployment, inputs, timeout_s)
+        except HybridInferError:
+            if cost > 0.0:
+                self._ledger.refund(key_id, cost, policy)
+            raise

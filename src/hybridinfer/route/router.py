@@ -4,18 +4,16 @@ the rule that rejected it, and the decision carries one sentence saying why."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from hybridinfer.decision import Candidate, Cascade, Decision
-from hybridinfer.errors import NoCapacity, PrivacyViolation
+from hybridinfer.errors import Forbidden, NoCapacity, PrivacyViolation, RateLimited
 from hybridinfer.plan import Privacy, Subtask
 from hybridinfer.registry import NodeRegistry
-from hybridinfer.route.policy import Policy, Prefer, Weights
+from hybridinfer.route.budget import Ledger, MemoryLedger
+from hybridinfer.route.context import RouteContext, RouteOptions, tier_signals
+from hybridinfer.route.policy import CompiledPolicy, CompiledRule, Weights
 from hybridinfer.route.signals import Signals
-from hybridinfer.topology import NodeStatus, Tier, Zone
-
-Route = str
-"""``auto`` or a tier name (``local``, ``edge``, ``cloud``)."""
+from hybridinfer.topology import NodeStatus, Zone
 
 # Differences below these are noise: candidates within them score the same on that goal.
 _LATENCY_TOLERANCE_MS = 1.0
@@ -23,23 +21,28 @@ _COST_TOLERANCE = 1e-9
 _QUALITY_TOLERANCE = 0.002
 
 
-@dataclass(slots=True, frozen=True)
-class RouteOptions:
-    """The caller's routing wishes for one request."""
-
-    route: Route = "auto"
-    prefer: Prefer = "balanced"
-    max_latency_ms: float | None = None
+class PolicyDenied(Forbidden):
+    code = "policy_denied"
 
 
-def _filter(subtask: Subtask, options: RouteOptions, candidate: Candidate) -> None:
+class BudgetExhausted(RateLimited):
+    code = "budget_exhausted"
+
+
+def _filter(
+    subtask: Subtask, context: RouteContext, policy: CompiledPolicy, candidate: Candidate
+) -> None:
     node, deployment = candidate.node, candidate.deployment
+    route = context.options.route
     if subtask.privacy is Privacy.SENSITIVE and node.zone is not Zone.PRIVATE:
         candidate.rejected_by = "privacy"
         candidate.detail = "sensitive data never leaves the private zone"
-    elif options.route != "auto" and node.tier.value != options.route:
+    elif not getattr(policy.policy.degrade, node.tier.value):
+        candidate.rejected_by = "degrade"
+        candidate.detail = f"the {node.tier.value} tier is switched off by the policy"
+    elif route != "auto" and node.tier.value != route:
         candidate.rejected_by = "route"
-        candidate.detail = f"options.route is {options.route}"
+        candidate.detail = f"options.route is {route}"
     elif node.status is not NodeStatus.READY:
         candidate.rejected_by = "health"
         candidate.detail = f"node {node.id} is {node.status.value}"
@@ -74,36 +77,67 @@ def _where(candidate: Candidate) -> str:
     return f"{candidate.deployment.model} on {candidate.node.id} ({candidate.node.tier.value})"
 
 
+def _prefers(rule: CompiledRule | None, candidate: Candidate) -> bool:
+    if rule is None:
+        return False
+    if rule.rule.action == "private":
+        return candidate.node.zone is Zone.PRIVATE
+    return candidate.node.tier.value == rule.rule.action
+
+
 class Router:
     """Places subtasks on deployments under the current policy."""
 
     def __init__(
-        self, registry: NodeRegistry, signals: Signals, policy: Callable[[], Policy]
+        self,
+        registry: NodeRegistry,
+        signals: Signals,
+        policy: Callable[[], CompiledPolicy],
+        ledger: Ledger | None = None,
     ) -> None:
         self._registry = registry
         self._signals = signals
         self._policy = policy
+        self.ledger = ledger or MemoryLedger()
 
-    def decide(self, subtask: Subtask, options: RouteOptions) -> Decision:
-        """One decision; raises PrivacyViolation or NoCapacity when nothing may run it."""
+    def context(
+        self, options: RouteOptions, task: str = "", key_id: str | None = None
+    ) -> RouteContext:
+        """A snapshot of the live signals for one request."""
+        budget = self.ledger.state(key_id, self._policy().policy.budget)
+        snapshot = tier_signals(self._registry, self._signals)
+        snapshot["budget"] = budget.signals()
+        snapshot["request"] = {
+            "task": task,
+            "prefer": options.prefer,
+            "route": options.route,
+            "key_id": key_id or "",
+            "max_latency_ms": options.max_latency_ms or 0.0,
+        }
+        return RouteContext(options, budget, task, key_id, snapshot)
+
+    def decide(self, subtask: Subtask, context: RouteContext) -> Decision:
+        """One decision; raises PrivacyViolation, PolicyDenied, BudgetExhausted or NoCapacity."""
         policy = self._policy()
+        options = context.options
         candidates = [
             Candidate(deployment=deployment, node=node)
             for node, deployment in self._registry.candidates(subtask.capability, subtask.task)
         ]
         for candidate in candidates:
-            _filter(subtask, options, candidate)
-            candidate.expected_latency_ms = (
-                self._signals.latency_ms(candidate.deployment.id, candidate.deployment.latency_ms)
-                + candidate.node.rtt_ms
-            )
+            _filter(subtask, context, policy, candidate)
+            candidate.expected_latency_ms = self._expected_latency(candidate)
+        rule = self._matching_rule(subtask, context, policy)
+        if rule is not None and rule.rule.action == "deny":
+            raise PolicyDenied(f"policy rule {rule.rule.name!r} refuses this subtask")
         survivors = [c for c in candidates if c.rejected_by is None]
         if not survivors:
             raise self._nothing_left(subtask, options, candidates)
+        survivors = self._apply_budget(survivors, context, policy)
         survivors = self._apply_slo(survivors, options)
-        _score(survivors, policy.weights(options.prefer))
-        ranked = sorted(survivors, key=lambda c: c.score or 0.0, reverse=True)
-        cascade = self._cascade(subtask, options, policy, ranked)
+        _score(survivors, policy.policy.weights(options.prefer))
+        ranked = sorted(survivors, key=lambda c: (not _prefers(rule, c), -(c.score or 0.0)))
+        cascade = self._cascade(subtask, options, policy, rule, ranked)
         if cascade is not None:
             first = min(ranked, key=lambda c: (c.deployment.cost_per_call, c.expected_latency_ms))
             ranked = [first] + [c for c in ranked if c is not first]
@@ -113,12 +147,49 @@ class Router:
             chosen=chosen,
             fallbacks=fallbacks,
             candidates=candidates,
-            reason=self._reason(subtask, options, chosen, fallbacks, candidates, cascade),
+            reason=self._reason(subtask, options, chosen, fallbacks, candidates, cascade, rule),
             policy_version=policy.version,
             cascade=cascade,
+            rules=[rule.rule.name] if rule is not None else [],
         )
 
-    def _apply_slo(self, survivors: list[Candidate], options: RouteOptions) -> list[Candidate]:
+    def _expected_latency(self, candidate: Candidate) -> float:
+        # Observed latency includes the network; a probe RTT alone shows a link that degraded
+        # while no traffic used it. Take whichever is worse.
+        prior = candidate.deployment.latency_ms + candidate.node.rtt_ms
+        return max(self._signals.latency_ms(candidate.deployment.id, prior), prior)
+
+    def _matching_rule(
+        self, subtask: Subtask, context: RouteContext, policy: CompiledPolicy
+    ) -> CompiledRule | None:
+        if not policy.rules:
+            return None
+        activation = context.activation(subtask)
+        for rule in policy.rules:
+            if rule.condition.holds(activation):
+                return rule
+        return None
+
+    @staticmethod
+    def _apply_budget(
+        survivors: list[Candidate], context: RouteContext, policy: CompiledPolicy
+    ) -> list[Candidate]:
+        room = context.budget.room()
+        affordable = [c for c in survivors if c.deployment.cost_per_call <= room + 1e-12]
+        if len(affordable) == len(survivors):
+            return survivors
+        for candidate in survivors:
+            if candidate not in affordable:
+                candidate.rejected_by = "budget"
+                candidate.detail = (
+                    f"cloud budget left {room:g} < cost {candidate.deployment.cost_per_call:g}"
+                )
+        if policy.policy.budget.when_exhausted == "reject" or not affordable:
+            raise BudgetExhausted("the cloud budget for this period is spent", retry_after_s=60.0)
+        return affordable
+
+    @staticmethod
+    def _apply_slo(survivors: list[Candidate], options: RouteOptions) -> list[Candidate]:
         if options.max_latency_ms is None:
             return survivors
         within = [c for c in survivors if c.expected_latency_ms <= options.max_latency_ms]
@@ -133,17 +204,23 @@ class Router:
 
     @staticmethod
     def _cascade(
-        subtask: Subtask, options: RouteOptions, policy: Policy, ranked: list[Candidate]
+        subtask: Subtask,
+        options: RouteOptions,
+        policy: CompiledPolicy,
+        rule: CompiledRule | None,
+        ranked: list[Candidate],
     ) -> Cascade | None:
-        rule = policy.cascade.get(subtask.task or subtask.capability)
-        if rule is None or options.route != "auto" or options.prefer != "balanced":
+        threshold = policy.thresholds.get(subtask.task or subtask.capability)
+        if threshold is None or options.route != "auto" or options.prefer != "balanced":
+            return None
+        if rule is not None and (rule.rule.cascade is False or rule.rule.action == "cloud"):
             return None
         first = min(ranked, key=lambda c: (c.deployment.cost_per_call, c.expected_latency_ms))
         stronger = [c for c in ranked if c.deployment.quality > first.deployment.quality]
         if not stronger:
             return None
         stronger.sort(key=lambda c: c.deployment.quality, reverse=True)
-        return Cascade(threshold=rule.threshold, escalate_to=stronger)
+        return Cascade(threshold=threshold, escalate_to=stronger)
 
     @staticmethod
     def _nothing_left(
@@ -172,12 +249,13 @@ class Router:
         fallbacks: list[Candidate],
         candidates: list[Candidate],
         cascade: Cascade | None,
+        rule: CompiledRule | None,
     ) -> str:
         if cascade is not None:
             head = (
                 f"Cascade: {_where(chosen)} runs first as the cheapest and fastest; "
                 f"escalate to {_where(cascade.escalate_to[0])} "
-                f"when its confidence is below {cascade.threshold:g}"
+                f"when its confidence is below {cascade.threshold:.3g}"
             )
         elif options.route != "auto":
             head = f"Forced to the {options.route} tier by options.route: {_where(chosen)}"
@@ -187,15 +265,17 @@ class Router:
                 f"(~{chosen.expected_latency_ms:.1f} ms, cost {chosen.deployment.cost_per_call:g}, "
                 f"quality {chosen.deployment.quality:.3f})"
             )
+        if rule is not None:
+            head = f"Rule {rule.rule.name!r} ({rule.rule.when}) → {rule.rule.action}. {head}"
         rejected: dict[str, int] = {}
         for candidate in candidates:
             if candidate.rejected_by is not None:
                 rejected[candidate.rejected_by] = rejected.get(candidate.rejected_by, 0) + 1
         tail = [f"{len(fallbacks)} fallback(s)"]
-        tail += [f"{count} rejected by {rule}" for rule, count in sorted(rejected.items())]
+        tail += [f"{count} rejected by {name}" for name, count in sorted(rejected.items())]
         if subtask.privacy is Privacy.SENSITIVE:
             tail.append("sensitive data kept in the private zone")
         return f"{head}; {', '.join(tail)}."
 
 
-__all__ = ["RouteOptions", "Router", "Tier"]
+__all__ = ["BudgetExhausted", "PolicyDenied", "RouteContext", "RouteOptions", "Router"]

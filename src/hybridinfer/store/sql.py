@@ -187,3 +187,78 @@ class SqlStore:
         async with self._begin() as connection:
             rows = await connection.execute(query.limit(limit))
             return [dict(orjson.loads(row.trace)) for row in rows]
+
+    # policies
+
+    async def add_policy(
+        self, version: str, body: str, thresholds: dict[str, float], author: str | None
+    ) -> None:
+        """Store a policy version and make it the only active one."""
+        now = time.time()
+        async with self._begin() as connection:
+            await connection.execute(
+                update(tables.policies)
+                .where(tables.policies.c.status == "active")
+                .values(status="retired")
+            )
+            await connection.execute(
+                insert(tables.policies).values(
+                    version=version,
+                    body=body,
+                    status="active",
+                    thresholds=orjson.dumps(thresholds).decode(),
+                    author=author,
+                    created_at=now,
+                    activated_at=now,
+                )
+            )
+
+    async def activate_policy(self, version: str) -> bool:
+        async with self._begin() as connection:
+            found = (
+                await connection.execute(
+                    select(tables.policies.c.version).where(tables.policies.c.version == version)
+                )
+            ).first()
+            if found is None:
+                return False
+            await connection.execute(
+                update(tables.policies)
+                .where(tables.policies.c.status == "active")
+                .values(status="retired")
+            )
+            await connection.execute(
+                update(tables.policies)
+                .where(tables.policies.c.version == version)
+                .values(status="active", activated_at=time.time())
+            )
+        return True
+
+    async def get_policy(self, version: str) -> dict[str, Any] | None:
+        async with self._begin() as connection:
+            row = (
+                await connection.execute(
+                    select(tables.policies).where(tables.policies.c.version == version)
+                )
+            ).first()
+        return None if row is None else dict(row._mapping)
+
+    async def active_policy_version(self) -> str | None:
+        async with self._begin() as connection:
+            row = (
+                await connection.execute(
+                    select(tables.policies.c.version).where(tables.policies.c.status == "active")
+                )
+            ).first()
+        return None if row is None else str(row.version)
+
+    async def list_policies(self) -> list[dict[str, Any]]:
+        query = select(
+            tables.policies.c.version,
+            tables.policies.c.status,
+            tables.policies.c.author,
+            tables.policies.c.created_at,
+            tables.policies.c.activated_at,
+        ).order_by(tables.policies.c.created_at.desc())
+        async with self._begin() as connection:
+            return [dict(row._mapping) for row in await connection.execute(query)]

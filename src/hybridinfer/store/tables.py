@@ -55,3 +55,16 @@ decisions = Table(
     Column("policy_version", String(100), nullable=False),
     Column("reason", Text, nullable=False),
 )
+
+policies = Table(
+    "policies",
+    metadata,
+    Column("version", String(100), primary_key=True),
+    Column("body", Text, nullable=False, doc="the policy YAML as applied"),
+    Column("status", String(16), nullable=False, doc="active | retired"),
+    Column("thresholds", Text, nullable=False, doc="cascade thresholds resolved at apply, JSON"),
+    Column("author", String(64), nullable=True, doc="key id of who applied it"),
+    Column("created_at", Float, nullable=False),
+    Column("activated_at", Float, nullable=True),
+    Index("ix_policies_status", "status"),
+)

@@ -1,0 +1,254 @@
+"""The policy engine: validation with line numbers, CEL rules (one test per shipped rule),
+degrade switches, budgets and calibrated cascade thresholds."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hybridinfer.decision import Decision
+from hybridinfer.errors import ConfigError
+from hybridinfer.plan import Privacy, Subtask
+from hybridinfer.registry import NodeRegistry
+from hybridinfer.route.budget import MemoryLedger
+from hybridinfer.route.calibration import resolve_threshold
+from hybridinfer.route.policy import (
+    BudgetPolicy,
+    CascadeRule,
+    CompiledPolicy,
+    compile_policy,
+    default_policy_path,
+    load_policy,
+)
+from hybridinfer.route.router import BudgetExhausted, PolicyDenied, RouteOptions, Router
+from hybridinfer.route.signals import Signals
+from hybridinfer.topology import Tier, Zone
+from tests.fakes import hybrid_registry
+
+
+def subtask(
+    privacy: Privacy = Privacy.INTERNAL,
+    complexity: float = 0.6,
+    latency_sensitive: bool = False,
+) -> Subtask:
+    return Subtask(
+        id="classify",
+        capability="text-classification",
+        task="sentiment",
+        inputs={},
+        privacy=privacy,
+        complexity=complexity,
+        latency_sensitive=latency_sensitive,
+    )
+
+
+def decide(
+    policy: CompiledPolicy,
+    the_subtask: Subtask,
+    registry: NodeRegistry | None = None,
+    options: RouteOptions | None = None,
+    ledger: MemoryLedger | None = None,
+) -> Decision:
+    router = Router(registry or hybrid_registry(), Signals(), lambda: policy, ledger)
+    return router.decide(the_subtask, router.context(options or RouteOptions(), "sentiment", "k"))
+
+
+@pytest.fixture(scope="module")
+def shipped() -> CompiledPolicy:
+    return load_policy(default_policy_path())
+
+
+def test_shipped_policy_is_valid(shipped: CompiledPolicy) -> None:
+    names = [rule.rule.name for rule in shipped.rules]
+    assert names[0] == "sensitive-stays-private"
+    assert len(names) == 5
+
+
+def test_seed_rule_sensitive_stays_private(shipped: CompiledPolicy) -> None:
+    decision = decide(shipped, subtask(Privacy.SENSITIVE, complexity=0.9))
+    assert decision.rules == ["sensitive-stays-private"]
+    assert decision.chosen.node.zone is Zone.PRIVATE
+    assert all(c.node.zone is Zone.PRIVATE for c in decision.fallbacks)
+
+
+def test_seed_rule_slow_cloud_keeps_latency_sensitive_work_local(shipped: CompiledPolicy) -> None:
+    registry = hybrid_registry()
+    registry.get("cloud-1").rtt_ms = 250.0
+    decision = decide(shipped, subtask(latency_sensitive=True, complexity=0.3), registry)
+    assert decision.rules == ["slow-cloud-keeps-latency-sensitive-work-local"]
+    assert decision.chosen.node.tier is Tier.LOCAL
+    assert decision.cascade is None  # no escalation over the slow link
+    registry.get("cloud-1").rtt_ms = 20.0
+    recovered = decide(shipped, subtask(latency_sensitive=True, complexity=0.3), registry)
+    assert recovered.rules == ["light-work-stays-local"]
+
+
+def test_seed_rule_busy_local_sends_to_cloud(shipped: CompiledPolicy) -> None:
+    registry = hybrid_registry()
+    registry.get("local").load = 0.95
+    decision = decide(shipped, subtask(complexity=0.3), registry)
+    assert decision.rules == ["busy-local-sends-to-cloud"]
+    assert decision.chosen.node.tier is Tier.CLOUD
+    assert decision.fallbacks  # local stays as a fallback, never an error
+
+
+def test_seed_rule_hard_work_goes_to_cloud(shipped: CompiledPolicy) -> None:
+    decision = decide(shipped, subtask(complexity=0.9))
+    assert decision.rules == ["hard-work-goes-to-cloud"]
+    assert decision.chosen.node.tier is Tier.CLOUD
+
+
+def test_seed_rule_light_work_stays_local(shipped: CompiledPolicy) -> None:
+    decision = decide(shipped, subtask(complexity=0.2))
+    assert decision.rules == ["light-work-stays-local"]
+    assert decision.chosen.node.tier is Tier.LOCAL
+    assert "light-work-stays-local" in decision.reason
+
+
+def test_deny_rule_refuses() -> None:
+    policy = compile_policy(
+        "version: d\nrules:\n  - {name: no-big, when: 'subtask.size > 5', action: deny}\n"
+    )
+    big = Subtask(id="s", capability="text-classification", task="sentiment", inputs={}, size=9)
+    with pytest.raises(PolicyDenied):
+        decide(policy, big)
+
+
+def test_degrade_switch_turns_a_tier_off() -> None:
+    policy = compile_policy("version: d\ndegrade: {cloud: off}\n")
+    decision = decide(policy, subtask(), options=RouteOptions(prefer="quality"))
+    assert decision.chosen.node.tier is not Tier.CLOUD
+    cloud = next(c for c in decision.candidates if c.node.id == "cloud-1")
+    assert cloud.rejected_by == "degrade"
+
+
+def test_invalid_yaml_schema_and_cel_errors_name_their_lines() -> None:
+    with pytest.raises(ConfigError, match=r"p.yaml:3: rules.0.action"):
+        compile_policy("version: x\nrules:\n  - {name: a, when: 'true', action: moon}\n", "p.yaml")
+    with pytest.raises(ConfigError, match=r"p.yaml:5: rules.1.when \(b\): .*undeclared"):
+        compile_policy(
+            "version: x\nrules:\n  - {name: a, when: 'true', action: local}\n"
+            "  - name: b\n    when: nodes.local.load > 1\n    action: cloud\n",
+            "p.yaml",
+        )
+    with pytest.raises(ConfigError, match="must be boolean"):
+        compile_policy(
+            "version: x\nrules:\n  - {name: a, when: 'subtask.size + 1', action: local}\n"
+        )
+    with pytest.raises(ConfigError, match="fails on the documented signals"):
+        compile_policy(
+            "version: x\nrules:\n  - {name: a, when: 'node.gpu.load > 1.0', action: local}\n"
+        )
+    with pytest.raises(ConfigError, match="exactly one of"):
+        compile_policy(
+            "version: x\ncascade: {sentiment: {threshold: 0.5, target_cloud_share: 0.2}}\n"
+        )
+
+
+def test_calibration_turns_user_knobs_into_thresholds() -> None:
+    calibration = {
+        "confidence_quantiles": [
+            {"q": 0.0, "confidence": 0.4},
+            {"q": 0.5, "confidence": 0.6},
+            {"q": 1.0, "confidence": 1.0},
+        ],
+        "cascade": {
+            "partner_accuracy": 0.80,
+            "points": [
+                {"cloud_share": 0.1, "threshold": 0.45, "accuracy": 0.76},
+                {"cloud_share": 0.3, "threshold": 0.55, "accuracy": 0.79},
+                {"cloud_share": 0.5, "threshold": 0.60, "accuracy": 0.80},
+            ],
+        },
+    }
+    assert resolve_threshold(CascadeRule(target_cloud_share=0.25), calibration) == pytest.approx(
+        0.5
+    )
+    assert resolve_threshold(CascadeRule(max_quality_drop=0.015), calibration) == 0.55
+    assert resolve_threshold(CascadeRule(max_quality_drop=0.0), calibration) == 0.60
+    assert resolve_threshold(CascadeRule(threshold=0.3), {}) == 0.3
+    assert resolve_threshold(CascadeRule(target_cloud_share=0.3), {}) is None
+
+
+async def test_budget_allows_exactly_what_fits_under_concurrency() -> None:
+    ledger = MemoryLedger()
+    policy = BudgetPolicy(global_limit=10 * 0.0002 + 1e-9)
+
+    async def one_call() -> bool:
+        await asyncio.sleep(0)
+        return ledger.reserve("k", 0.0002, policy)
+
+    granted = await asyncio.gather(*(one_call() for _ in range(50)))
+    assert sum(granted) == 10
+    ledger.refund("k", 0.0002, policy)
+    assert ledger.reserve("k", 0.0002, policy)
+
+
+def test_spent_budget_routes_free_or_refuses() -> None:
+    ledger = MemoryLedger()
+    local_mode = compile_policy("version: b\nbudget: {global_limit: 0.0001}\n")
+    decision = decide(local_mode, subtask(), options=RouteOptions(prefer="quality"), ledger=ledger)
+    assert decision.chosen.node.tier is not Tier.CLOUD
+    cloud = next(c for c in decision.candidates if c.node.id == "cloud-1")
+    assert cloud.rejected_by == "budget"
+    reject_mode = compile_policy(
+        "version: b\nbudget: {global_limit: 0.0001, when_exhausted: reject}\n"
+    )
+    with pytest.raises(BudgetExhausted) as caught:
+        decide(reject_mode, subtask(), options=RouteOptions(prefer="quality"), ledger=ledger)
+    assert caught.value.status_code == 429
+    assert caught.value.error_code == "budget_exhausted"
+
+
+RULE = st.fixed_dictionaries(
+    {
+        "when": st.sampled_from(
+            [
+                "true",
+                "subtask.privacy == 'sensitive'",
+                "network.cloud.rtt_ms > 100.0",
+                "node.local.load > 0.5",
+                "subtask.complexity > 0.3",
+                "budget.fraction < 0.5",
+            ]
+        ),
+        "action": st.sampled_from(["local", "edge", "cloud", "private"]),
+    }
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rules=st.lists(RULE, max_size=5),
+    rtt=st.floats(0, 1000),
+    load=st.floats(0, 1),
+    prefer=st.sampled_from(["balanced", "latency", "cost", "quality"]),
+    route=st.sampled_from(["auto", "local", "edge"]),
+    cloud_off=st.booleans(),
+)
+def test_sensitive_never_reaches_the_public_zone(
+    rules: list[dict[str, str]], rtt: float, load: float, prefer: str, route: str, cloud_off: bool
+) -> None:
+    lines = [
+        f'  - {{name: r{i}, when: "{r["when"]}", action: {r["action"]}}}'
+        for i, r in enumerate(rules)
+    ]
+    text = "version: h\n" + ("rules:\n" + "\n".join(lines) + "\n" if lines else "")
+    text += f"degrade: {{cloud: {'off' if cloud_off else 'on'}}}\n"
+    text += "cascade: {sentiment: {threshold: 0.9}}\n"
+    registry = hybrid_registry()
+    registry.get("cloud-1").rtt_ms = rtt
+    registry.get("local").load = load
+    decision = decide(
+        compile_policy(text),
+        subtask(Privacy.SENSITIVE),
+        registry,
+        RouteOptions(route, prefer),  # type: ignore[arg-type]
+    )
+    placed = [decision.chosen, *decision.fallbacks]
+    if decision.cascade is not None:
+        placed += decision.cascade.escalate_to
+    assert all(c.node.zone is Zone.PRIVATE for c in placed)
