@@ -54,10 +54,11 @@ class Deployment:
     cost_per_call: float = 0.0
     max_input: int = 100_000
     calibration: dict[str, Any] = field(default_factory=dict)
+    id: str = field(init=False, default="")
+    """``node/model:version``; computed once (the router reads it on every decision)."""
 
-    @property
-    def id(self) -> str:
-        return f"{self.node_id}/{self.model}:{self.version}"
+    def __post_init__(self) -> None:
+        self.id = f"{self.node_id}/{self.model}:{self.version}"
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -86,6 +87,12 @@ class Node:
     status: NodeStatus = NodeStatus.READY
     load: float = 0.0
     in_flight: int = 0
+    queue_depth: int = 0
+    """Requests waiting in the node's micro-batch queues (last heartbeat)."""
+    memory: float = 0.0
+    """Host memory in use, 0..1 (last heartbeat)."""
+    memory_bytes: int = 0
+    """Resident memory of the node process (last heartbeat)."""
     rtt_ms: float = 0.0
     last_heartbeat: float = 0.0
     """Monotonic time of the last heartbeat (0 for in-process nodes, which never miss one)."""
@@ -100,6 +107,9 @@ class Node:
             "status": self.status.value,
             "load": self.load,
             "in_flight": self.in_flight,
+            "queue_depth": self.queue_depth,
+            "memory": self.memory,
+            "memory_bytes": self.memory_bytes,
             "rtt_ms": self.rtt_ms,
             "deployments": [deployment.describe() for deployment in self.deployments],
         }

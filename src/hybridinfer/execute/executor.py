@@ -12,6 +12,7 @@ from typing import Any
 from hybridinfer.backends.base import Backend
 from hybridinfer.decision import Candidate, Decision
 from hybridinfer.decompose.rules import split_reference
+from hybridinfer.execute.admission import PriorityLimiter
 from hybridinfer.errors import DeadlineExceeded, HybridInferError, UpstreamError
 from hybridinfer.plan import Plan, Subtask
 from hybridinfer.route.budget import Ledger, MemoryLedger
@@ -56,11 +57,21 @@ class Executor:
         signals: Signals,
         ledger: Ledger | None = None,
         budget: Callable[[], BudgetPolicy] = BudgetPolicy,
+        max_in_flight_per_node: int = 64,
     ) -> None:
         self._backends = dict(backends)
         self._signals = signals
         self._ledger = ledger or MemoryLedger()
         self._budget = budget
+        self._per_node_limit = max_in_flight_per_node
+        self._limiters: dict[str, PriorityLimiter] = {}
+
+    def limiter(self, node_id: str) -> PriorityLimiter:
+        """The admission limiter of one node (created on first use)."""
+        limiter = self._limiters.get(node_id)
+        if limiter is None:
+            limiter = self._limiters[node_id] = PriorityLimiter(self._per_node_limit)
+        return limiter
 
     async def run(
         self,
@@ -194,9 +205,13 @@ class Executor:
             backend = self._backends.get(node.protocol)
             if backend is None:
                 raise UpstreamError(f"no backend speaks {node.protocol!r}")
-            outputs = await self._call_within_budget(
-                backend, candidate, inputs, remaining, trace.key_id
-            )
+            try:
+                async with asyncio.timeout(remaining), self.limiter(node.id).slot(subtask.priority):
+                    outputs = await self._call_within_budget(
+                        backend, candidate, inputs, deadline - time.monotonic(), trace.key_id
+                    )
+            except TimeoutError:  # waiting for a slot used up the deadline
+                raise DeadlineExceeded(f"{node.id} was saturated until the deadline") from None
         except HybridInferError as error:
             attempt.status = "error"
             attempt.error_code = error.error_code

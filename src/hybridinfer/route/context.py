@@ -36,6 +36,8 @@ class RouteContext:
     task: str = ""
     key_id: str | None = None
     signals: dict[str, Any] = field(default_factory=dict)
+    request_rules: dict[int, bool] = field(default_factory=dict)
+    """Results of conditions that read no subtask field, cached for the whole request."""
 
     def activation(self, subtask: Subtask) -> dict[str, Any]:
         """The CEL activation for one subtask."""

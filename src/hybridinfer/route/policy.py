@@ -120,6 +120,8 @@ class Policy(_Strict):
 class CompiledRule:
     rule: Rule
     condition: Condition
+    per_subtask: bool
+    """False when the condition reads no ``subtask.*``: then it is evaluated once per request."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +132,7 @@ class CompiledPolicy:
     rules: tuple[CompiledRule, ...]
     thresholds: dict[str, float]
     text: str
+    disabled_tiers: frozenset[str] = frozenset()
 
     @property
     def version(self) -> str:
@@ -173,14 +176,16 @@ def compile_policy(
             line = line_of(lines, ("rules", index, "when"))
             problems.append(f"{source}:{line}: rules.{index}.when ({rule.name}): {exc}")
             continue
-        compiled.append(CompiledRule(rule, condition))
+        compiled.append(CompiledRule(rule, condition, "subtask" in rule.when))
     if problems:
         raise ConfigError("; ".join(problems))
     resolved = {
         task: rule.threshold for task, rule in policy.cascade.items() if rule.threshold is not None
     }
     resolved.update(thresholds or {})
-    return CompiledPolicy(policy, tuple(compiled), resolved, text)
+    degrade = policy.degrade
+    disabled = frozenset(t for t in ("local", "edge", "cloud") if not getattr(degrade, t))
+    return CompiledPolicy(policy, tuple(compiled), resolved, text, disabled)
 
 
 def load_policy(path: Path) -> CompiledPolicy:

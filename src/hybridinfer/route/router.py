@@ -4,6 +4,7 @@ the rule that rejected it, and the decision carries one sentence saying why."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from hybridinfer.decision import Candidate, Cascade, Decision
 from hybridinfer.errors import Forbidden, NoCapacity, PrivacyViolation, RateLimited
@@ -37,10 +38,10 @@ def _filter(
     if subtask.privacy is Privacy.SENSITIVE and node.zone is not Zone.PRIVATE:
         candidate.rejected_by = "privacy"
         candidate.detail = "sensitive data never leaves the private zone"
-    elif not getattr(policy.policy.degrade, node.tier.value):
+    elif node.tier in policy.disabled_tiers:
         candidate.rejected_by = "degrade"
-        candidate.detail = f"the {node.tier.value} tier is switched off by the policy"
-    elif route != "auto" and node.tier.value != route:
+        candidate.detail = f"the {node.tier} tier is switched off by the policy"
+    elif route != "auto" and node.tier != route:
         candidate.rejected_by = "route"
         candidate.detail = f"options.route is {route}"
     elif node.status is not NodeStatus.READY:
@@ -77,12 +78,10 @@ def _where(candidate: Candidate) -> str:
     return f"{candidate.deployment.model} on {candidate.node.id} ({candidate.node.tier.value})"
 
 
-def _prefers(rule: CompiledRule | None, candidate: Candidate) -> bool:
-    if rule is None:
-        return False
-    if rule.rule.action == "private":
+def _prefers(action: str, candidate: Candidate) -> bool:
+    if action == "private":
         return candidate.node.zone is Zone.PRIVATE
-    return candidate.node.tier.value == rule.rule.action
+    return candidate.node.tier == action
 
 
 class Router:
@@ -136,7 +135,11 @@ class Router:
         survivors = self._apply_budget(survivors, context, policy)
         survivors = self._apply_slo(survivors, options)
         _score(survivors, policy.policy.weights(options.prefer))
-        ranked = sorted(survivors, key=lambda c: (not _prefers(rule, c), -(c.score or 0.0)))
+        if rule is None:
+            ranked = sorted(survivors, key=lambda c: -(c.score or 0.0))
+        else:
+            action = rule.rule.action
+            ranked = sorted(survivors, key=lambda c: (not _prefers(action, c), -(c.score or 0.0)))
         cascade = self._cascade(subtask, options, policy, rule, ranked)
         if cascade is not None:
             first = min(ranked, key=lambda c: (c.deployment.cost_per_call, c.expected_latency_ms))
@@ -164,9 +167,17 @@ class Router:
     ) -> CompiledRule | None:
         if not policy.rules:
             return None
-        activation = context.activation(subtask)
-        for rule in policy.rules:
-            if rule.condition.holds(activation):
+        activation: dict[str, Any] | None = None
+        cache = context.request_rules
+        for index, rule in enumerate(policy.rules):
+            if rule.per_subtask:
+                activation = activation or context.activation(subtask)
+                holds = rule.condition.holds(activation)
+            else:
+                holds = cache.get(index)
+                if holds is None:
+                    holds = cache[index] = rule.condition.holds(context.signals)
+            if holds:
                 return rule
         return None
 

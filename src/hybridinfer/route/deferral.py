@@ -1,0 +1,131 @@
+"""How good a weak/strong router is: deferral curve, PGR, APGR, CPT and cost at 95 % quality.
+
+The definitions follow RouteLLM's evaluation (``routellm/evals/evaluate.py`` and
+``benchmarks.py``) step for step, so numbers are comparable with the published ones:
+
+- the router scores every prompt ("how much the strong model is needed");
+- eleven thresholds are the 0, 10, …, 100 % quantiles of those scores (duplicates kept);
+  a prompt goes to the strong model when its score is ``>=`` the threshold, except at the
+  last threshold where it takes ``>``, so the curve runs from 100 % to 0 % strong calls;
+- quality at each point is the share answered correctly by the model each prompt went to;
+- the area under the curve (trapezoids over the strong share) gives APGR against the all-weak
+  and all-strong areas; CPT(x) and the strong share at 95 % of strong quality are read off the
+  curve by linear interpolation (``np.interp`` over the points ordered by strong share).
+
+Shares and qualities are fractions in [0, 1] throughout; APGR is unitless.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+CURVE_BINS = 10  # RouteLLM's ``num_results``
+
+
+@dataclass(frozen=True)
+class DeferralCurve:
+    """Quality against the share of prompts sent to the strong model, ordered by that share."""
+
+    strong_share: FloatArray
+    quality: FloatArray
+    thresholds: FloatArray
+    weak_quality: float
+    strong_quality: float
+
+
+def deferral_curve(
+    scores: npt.ArrayLike, weak: npt.ArrayLike, strong: npt.ArrayLike, bins: int = CURVE_BINS
+) -> DeferralCurve:
+    """The curve of a router that sends prompts scoring at or above a threshold to strong."""
+    score = np.asarray(scores, dtype=np.float64)
+    weak_ok = np.asarray(weak, dtype=bool)
+    strong_ok = np.asarray(strong, dtype=bool)
+    if not (score.shape == weak_ok.shape == strong_ok.shape) or score.ndim != 1:
+        raise ValueError("scores, weak and strong must be 1-d and of the same length")
+    if score.size == 0:
+        raise ValueError("a deferral curve needs at least one prompt")
+    # pandas.qcut(retbins=True) takes linearly interpolated quantiles, as np.quantile does.
+    thresholds = np.quantile(score, np.linspace(0.0, 1.0, bins + 1))
+    shares, qualities = [], []
+    for index, threshold in enumerate(thresholds):
+        last = index == len(thresholds) - 1
+        to_strong = score > threshold if last else score >= threshold
+        outcome = np.where(to_strong, strong_ok, weak_ok)
+        shares.append(float(to_strong.mean()))
+        qualities.append(float(outcome.mean()))
+    order = np.argsort(np.asarray(shares), kind="stable")
+    return DeferralCurve(
+        strong_share=np.asarray(shares)[order],
+        quality=np.asarray(qualities)[order],
+        thresholds=thresholds[order],
+        weak_quality=float(weak_ok.mean()),
+        strong_quality=float(strong_ok.mean()),
+    )
+
+
+def pgr(quality: float, weak_quality: float, strong_quality: float) -> float:
+    """Performance gap recovered: 0 at the weak model's quality, 1 at the strong model's."""
+    return (quality - weak_quality) / (strong_quality - weak_quality)
+
+
+def area(curve: DeferralCurve) -> float:
+    """Area under the deferral curve (trapezoids over the strong share)."""
+    # Written out rather than np.trapz/np.trapezoid: one was removed, the other is numpy >= 2.
+    widths = np.diff(curve.strong_share)
+    return float(np.sum(widths * (curve.quality[1:] + curve.quality[:-1]) / 2.0))
+
+
+def apgr(curve: DeferralCurve) -> float:
+    """Average performance gap recovered: the curve's area between all-weak and all-strong."""
+    span = float(curve.strong_share[-1] - curve.strong_share[0])
+    weak_area = curve.weak_quality * span
+    strong_area = curve.strong_quality * span
+    return (area(curve) - weak_area) / (strong_area - weak_area)
+
+
+def cpt(curve: DeferralCurve, recovered: float) -> float:
+    """Call-performance threshold: the strong share that recovers ``recovered`` of the gap."""
+    target = recovered * (curve.strong_quality - curve.weak_quality) + curve.weak_quality
+    return float(np.interp(target, curve.quality, curve.strong_share))
+
+
+def strong_share_at_quality(curve: DeferralCurve, fraction: float = 0.95) -> float:
+    """Strong share needed to reach ``fraction`` of the strong model's own quality.
+
+    This is the "95 % of GPT-4's quality" figure RouteLLM quotes (about 55 % strong calls on
+    MMLU); 1.0 when the curve never gets there.
+    """
+    return float(np.interp(fraction * curve.strong_quality, curve.quality, curve.strong_share))
+
+
+def summarize(curve: DeferralCurve) -> dict[str, float]:
+    """The standard numbers of one curve: ``apgr``, ``cpt50``, ``cpt80``, ``strong_share_at_95``."""
+    return {
+        "apgr": round(apgr(curve), 4),
+        "cpt50": round(cpt(curve, 0.5), 4),
+        "cpt80": round(cpt(curve, 0.8), 4),
+        "strong_share_at_95": round(strong_share_at_quality(curve, 0.95), 4),
+    }
+
+
+def random_scores(count: int, seed: int = 0) -> FloatArray:
+    """The random router: uniform scores, seeded so every report is reproducible."""
+    return np.random.default_rng(seed).random(count)
+
+
+def length_scores(prompts: list[str]) -> FloatArray:
+    """The prompt-length heuristic: longer prompts go to the strong model first."""
+    return np.asarray([len(prompt) for prompt in prompts], dtype=np.float64)
+
+
+def oracle_scores(weak: npt.ArrayLike, strong: npt.ArrayLike) -> FloatArray:
+    """A router that knows the outcomes: strong exactly where only the strong model is right."""
+    weak_ok = np.asarray(weak, dtype=bool)
+    strong_ok = np.asarray(strong, dtype=bool)
+    return (strong_ok & ~weak_ok).astype(np.float64) - (weak_ok & ~strong_ok).astype(np.float64)
