@@ -4,9 +4,10 @@ lifecycle. Everything stateful is created here and handed to whoever needs it.""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from hybridinfer.backends.base import Backend
-from hybridinfer.backends.onnx import OnnxBackend, OnnxModel
+from hybridinfer.backends.onnx import OnnxBackend
 from hybridinfer.backends.v2 import V2Backend
 from hybridinfer.catalog import deployment_info, find_model
 from hybridinfer.decompose.decomposer import Decomposer
@@ -63,13 +64,17 @@ class ControlPlane:
             url="inproc://local",
             protocol="onnx",
         )
-        models: dict[str, OnnxModel] = {}
+        models: dict[str, Path] = {}
         for name in self.settings.local_models:
             path, card = find_model(self.settings.resolved_models_dir, name)
             deployment = deployment_from_info(node.id, deployment_info(card))
             node.deployments.append(deployment)
-            models[OnnxBackend.key(deployment.model, deployment.version)] = OnnxModel(path)
-        return node, OnnxBackend(models, threads=self.settings.inference_threads)
+            models[OnnxBackend.key(deployment.model, deployment.version)] = path
+        return node, OnnxBackend(
+            models,
+            threads=self.settings.inference_threads,
+            cache_bytes=self.settings.session_cache_bytes,
+        )
 
     async def start(self) -> str | None:
         """Migrate the store, register the local tier, ensure an admin key exists.

@@ -44,11 +44,23 @@ class NodeRegistry:
             raise NotFound(f"unknown node {node_id!r}", code="unknown_node")
         return node
 
-    def heartbeat(self, node_id: str, load: float, in_flight: int) -> Node:
+    def heartbeat(
+        self,
+        node_id: str,
+        load: float,
+        in_flight: int,
+        queue_depth: int = 0,
+        memory: float = 0.0,
+        memory_bytes: int = 0,
+    ) -> Node:
+        """Record a heartbeat and the load it reports; the node is ready again."""
         node = self.get(node_id)
         node.last_heartbeat = self._clock()
         node.load = load
         node.in_flight = in_flight
+        node.queue_depth = queue_depth
+        node.memory = memory
+        node.memory_bytes = memory_bytes
         node.status = NodeStatus.READY
         return node
 

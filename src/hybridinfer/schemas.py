@@ -68,7 +68,8 @@ class NodeRegistration(_Body):
 class Heartbeat(_Body):
     """``POST /v1/nodes/{id}/heartbeat``."""
 
-    load: float = Field(0.0, ge=0.0)
-    in_flight: int = Field(0, ge=0)
-    queue_depth: int = Field(0, ge=0)
-    memory: float = Field(0.0, ge=0.0, le=1.0)
+    load: float = Field(0.0, ge=0.0, description="CPU use of the host, 0..1 (per core summed/n).")
+    in_flight: int = Field(0, ge=0, description="Requests being served.")
+    queue_depth: int = Field(0, ge=0, description="Requests waiting in micro-batch queues.")
+    memory: float = Field(0.0, ge=0.0, le=1.0, description="Memory use of the host, 0..1.")
+    memory_bytes: int = Field(0, ge=0, description="Resident memory of the node process.")

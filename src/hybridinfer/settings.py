@@ -64,6 +64,36 @@ class Settings(BaseSettings):
     )
     inference_threads: int = Field(2, ge=1, description="Threads running in-process models.")
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    session_cache_bytes: int = Field(
+        1 << 30,
+        gt=0,
+        description="Memory bound of the local tier's loaded models (model file bytes).",
+    )
+    object_store: Literal["filesystem", "s3"] = Field(
+        "filesystem", description="Where model versions are published (and nodes pull from)."
+    )
+    objects_dir: Path | None = Field(
+        None, description="Filesystem object store root; default data_dir/objects."
+    )
+    s3_bucket: str | None = Field(None, description="S3 object store bucket.")
+    s3_prefix: str = Field("", description="Key prefix inside the S3 bucket.")
+    s3_endpoint_url: str | None = Field(
+        None, description="S3-compatible endpoint (MinIO, moto, …); default AWS."
+    )
+    public_url: str | None = Field(
+        None,
+        description="The gateway's URL as nodes reach it (filesystem signed URLs point here); "
+        "default http://host:port.",
+    )
+    artifact_url_ttl_s: int = Field(
+        300, gt=0, description="Lifetime of the signed URLs nodes fetch artifacts with."
+    )
+    object_signing_key: SecretStr | None = Field(
+        None,
+        description="HMAC key of filesystem signed URLs (env only); default a random key "
+        "per start.",
+    )
+    keep_model_versions: int = Field(3, ge=1, description="Versions kept per model in the store.")
 
     @property
     def resolved_models_dir(self) -> Path:
@@ -101,7 +131,7 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
         data, _ = load_with_lines(text, str(config_file))
         if not isinstance(data, dict):
             raise ConfigError(f"{config_file}:1: the config must be a mapping")
-        for secret in ("bootstrap_key", "node_token"):
+        for secret in ("bootstrap_key", "node_token", "object_signing_key"):
             if secret in data:
                 raise ConfigError(
                     f"{config_file}: {secret} must come from the environment "
@@ -139,6 +169,37 @@ class NodeSettings(BaseSettings):
     heartbeat_interval_s: float = Field(10.0, gt=0.0, description="Heartbeat period.")
     threads: int = Field(2, ge=1, description="Threads running inference.")
 
+    max_batch_size: int = Field(
+        64,
+        ge=1,
+        description="Micro-batching: most rows coalesced into one runtime call (1: off).",
+    )
+    max_batch_wait_us: int = Field(
+        500,
+        ge=0,
+        description="Micro-batching: how long (µs) the first queued request waits for company.",
+    )
+    session_cache_bytes: int = Field(
+        1 << 30,
+        gt=0,
+        description="Memory bound of loaded sessions (LRU; model file bytes as the estimate).",
+    )
+    keep_versions: int = Field(3, ge=1, description="Model versions kept per model.")
+    pull_models: bool = Field(
+        False,
+        description="Pull model versions from the control plane's model store "
+        "(signed URLs), verify their sha256 and switch to the newest.",
+    )
+    pull_interval_s: float = Field(
+        30.0, gt=0.0, description="How often to ask the control plane for new versions."
+    )
+    cache_dir: Path = Field(
+        Path(".hybridinfer/node-cache"),
+        description="Pulled artifacts and the request history used to preload models.",
+    )
+    preload: int = Field(
+        4, ge=0, description="Models to load at start, most requested first (history file)."
+    )
     @property
     def url(self) -> str:
         return (self.advertise_url or f"http://{self.host}:{self.port}").rstrip("/")

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import click
+import psutil
 import uvicorn
 
 from hybridinfer.catalog import deployment_info
+from hybridinfer.catalog import versions as catalog_versions
 from hybridinfer.cli.output import cli_errors, configure_logging, run_async
 from hybridinfer.errors import ConfigError
 from hybridinfer.node.agent import NodeAgent
 from hybridinfer.node.app import create_node_app
+from hybridinfer.node.history import RequestHistory
+from hybridinfer.node.puller import ModelPuller
 from hybridinfer.node.repository import ModelRepository
-from hybridinfer.schemas import NodeRegistration
+from hybridinfer.schemas import Heartbeat, NodeRegistration
 from hybridinfer.settings import NodeSettings
 from hybridinfer.yamlfile import load_with_lines
 
@@ -37,29 +44,85 @@ def load_node_settings(config: Path | None, flags: dict[str, Any]) -> NodeSettin
         raise ConfigError(f"invalid node settings: {exc}") from None
 
 
+def build_repository(settings: NodeSettings) -> ModelRepository:
+    """The node's models: those built locally, plus (when pulling) whatever the store has."""
+    names = settings.models
+    if settings.pull_models:  # models not built here arrive with the first pull
+        names = [name for name in names if catalog_versions(settings.models_dir, name)]
+    return ModelRepository(
+        settings.models_dir,
+        names,
+        settings.threads,
+        max_batch_size=settings.max_batch_size,
+        max_wait_s=settings.max_batch_wait_us / 1_000_000,
+        cache_bytes=settings.session_cache_bytes,
+        keep_versions=settings.keep_versions,
+    )
+
+
+def measure_load(repository: ModelRepository) -> Heartbeat:
+    """What a heartbeat reports: CPU and memory use, in flight, queued."""
+    return Heartbeat(
+        load=min(psutil.cpu_percent(interval=None) / 100.0, 1.0),
+        in_flight=repository.in_flight,
+        queue_depth=repository.queue_depth,
+        memory=min(psutil.virtual_memory().percent / 100.0, 1.0),
+        memory_bytes=psutil.Process().memory_info().rss,
+    )
+
+
+def _registration(settings: NodeSettings, repository: ModelRepository) -> NodeRegistration:
+    return NodeRegistration(
+        id=settings.id,
+        tier=settings.tier,
+        zone=settings.zone,
+        url=settings.url,
+        deployments=[deployment_info(card, settings.cost_per_call) for card in repository.cards()],
+    )
+
+
+def _background(
+    settings: NodeSettings, repository: ModelRepository, history: RequestHistory
+) -> Callable[[], AbstractAsyncContextManager[None]]:
+    token = settings.token.get_secret_value() if settings.token else None
+    if settings.control_plane and token is None:
+        raise ConfigError("registering needs a node token: set HYBRIDINFER_NODE_TOKEN")
+
+    @contextlib.asynccontextmanager
+    async def running() -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            stack.callback(history.save)
+            if settings.control_plane and token is not None and settings.pull_models:
+                puller = ModelPuller(
+                    settings.control_plane,
+                    token,
+                    settings.models,
+                    repository,
+                    settings.cache_dir / "artifacts",
+                    settings.pull_interval_s,
+                )
+                await stack.enter_async_context(puller.running())
+            if settings.control_plane and token is not None:
+                agent = NodeAgent(
+                    settings.control_plane,
+                    token,
+                    lambda: _registration(settings, repository),
+                    settings.heartbeat_interval_s,
+                    lambda: measure_load(repository),
+                    history.save,
+                )
+                await stack.enter_async_context(agent.running())
+            yield
+
+    return running
+
+
 async def serve_node(settings: NodeSettings) -> None:
-    repository = ModelRepository(settings.models_dir, settings.models, settings.threads)
-    agent = None
-    if settings.control_plane:
-        if settings.token is None:
-            raise ConfigError("registering needs a node token: set HYBRIDINFER_NODE_TOKEN")
-        registration = NodeRegistration(
-            id=settings.id,
-            tier=settings.tier,
-            zone=settings.zone,
-            url=settings.url,
-            deployments=[
-                deployment_info(card, settings.cost_per_call) for card in repository.cards()
-            ],
-        )
-        agent = NodeAgent(
-            settings.control_plane,
-            settings.token.get_secret_value(),
-            registration,
-            settings.heartbeat_interval_s,
-            lambda: repository.in_flight,
-        )
-    app = create_node_app(repository, agent.running if agent is not None else None)
+    repository = build_repository(settings)
+    history = RequestHistory(settings.cache_dir / "history.json")
+    repository.history = history
+    repository.preload(history.most_requested(settings.preload))
+    app = create_node_app(repository, _background(settings, repository, history))
     server = uvicorn.Server(
         uvicorn.Config(
             app, host=settings.host, port=settings.port, log_level="warning", access_log=False
@@ -81,6 +144,11 @@ async def serve_node(settings: NodeSettings) -> None:
 @click.option("--advertise-url", default=None, help="URL the gateway should call.")
 @click.option("--cost-per-call", type=float, default=None)
 @click.option("--heartbeat-interval", type=float, default=None)
+@click.option("--max-batch-size", type=int, default=None, help="Micro-batch rows (1: off).")
+@click.option("--max-batch-wait-us", type=int, default=None, help="Micro-batch wait (µs).")
+@click.option("--pull-models/--no-pull-models", default=None, help="Pull versions from the store.")
+@click.option("--pull-interval", type=float, default=None, help="Seconds between pulls.")
+@click.option("--cache-dir", type=click.Path(path_type=Path), default=None)
 def node(
     config: Path | None,
     node_id: str | None,
@@ -94,6 +162,11 @@ def node(
     advertise_url: str | None,
     cost_per_call: float | None,
     heartbeat_interval: float | None,
+    max_batch_size: int | None,
+    max_batch_wait_us: int | None,
+    pull_models: bool | None,
+    pull_interval: float | None,
+    cache_dir: Path | None,
 ) -> None:
     """Serve models over the Open Inference Protocol (V2) and register with a gateway."""
     flags = {
@@ -108,6 +181,11 @@ def node(
         "advertise_url": advertise_url,
         "cost_per_call": cost_per_call,
         "heartbeat_interval_s": heartbeat_interval,
+        "max_batch_size": max_batch_size,
+        "max_batch_wait_us": max_batch_wait_us,
+        "pull_models": pull_models,
+        "pull_interval_s": pull_interval,
+        "cache_dir": cache_dir,
     }
     with cli_errors():
         settings = load_node_settings(config, flags)

@@ -118,7 +118,14 @@ async def register_node(request: Request) -> Response:
 async def heartbeat(request: Request) -> Response:
     plane = _plane(request)
     beat = parse_body(Heartbeat, await read_json(request, plane.settings.max_body_bytes))
-    node = plane.registry.heartbeat(request.path_params["node_id"], beat.load, beat.in_flight)
+    node = plane.registry.heartbeat(
+        request.path_params["node_id"],
+        beat.load,
+        beat.in_flight,
+        queue_depth=beat.queue_depth,
+        memory=beat.memory,
+        memory_bytes=beat.memory_bytes,
+    )
     return JSON({"id": node.id, "status": node.status.value})
 
 

@@ -1,5 +1,8 @@
 """Registration and heartbeats: keeps the control plane's view of this node current.
 
+Heartbeats carry CPU and memory use, requests in flight and the micro-batchers' queue depth;
+the node re-registers when its deployments change (a new model version switched in).
+
 Registration retries with exponential backoff and jitter from 1 s to 64 s, so a node started
 before its control plane (or cut off from it) joins as soon as it can.
 """
@@ -9,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import random
 from collections.abc import AsyncIterator, Callable
 
@@ -28,15 +30,18 @@ class NodeAgent:
         self,
         control_plane: str,
         token: str,
-        registration: NodeRegistration,
+        registration: Callable[[], NodeRegistration],
         interval_s: float,
-        in_flight: Callable[[], int],
+        load: Callable[[], Heartbeat],
+        on_beat: Callable[[], None] | None = None,
     ) -> None:
         self._base = control_plane.rstrip("/")
         self._headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
         self._registration = registration
         self._interval = interval_s
-        self._in_flight = in_flight
+        self._load = load
+        self._on_beat = on_beat
+        self._announced = b""
         self.registered = asyncio.Event()
 
     async def _post(self, session: aiohttp.ClientSession, path: str, body: bytes) -> int:
@@ -48,13 +53,15 @@ class NodeAgent:
 
     async def register(self, session: aiohttp.ClientSession) -> None:
         """Register, retrying with backoff (1 s doubling to 64 s, with jitter) until it works."""
-        body = orjson.dumps(self._registration.model_dump(mode="json"))
+        registration = self._registration()
+        body = orjson.dumps(registration.model_dump(mode="json"))
         delay = 1.0
         while True:
             try:
                 status = await self._post(session, "/v1/nodes", body)
                 if status == 201:
-                    log.info("registered node %s with %s", self._registration.id, self._base)
+                    log.info("registered node %s with %s", registration.id, self._base)
+                    self._announced = body
                     self.registered.set()
                     return
                 log.warning("registration refused: HTTP %d", status)
@@ -64,15 +71,23 @@ class NodeAgent:
             delay = min(delay * 2, 64.0)
 
     def _beat(self) -> bytes:
-        load = os.getloadavg()[0] / (os.cpu_count() or 1)
-        return orjson.dumps(Heartbeat(load=load, in_flight=self._in_flight()).model_dump())
+        return orjson.dumps(self._load().model_dump())
+
+    def _changed(self) -> bool:
+        """Whether the deployments changed since registration (a version was switched in)."""
+        body = orjson.dumps(self._registration().model_dump(mode="json"))
+        return body != self._announced
 
     async def run(self) -> None:
         async with aiohttp.ClientSession() as session:
             await self.register(session)
-            path = f"/v1/nodes/{self._registration.id}/heartbeat"
+            path = f"/v1/nodes/{self._registration().id}/heartbeat"
             while True:
                 await asyncio.sleep(self._interval)
+                if self._on_beat is not None:
+                    self._on_beat()
+                if self._changed():
+                    await self.register(session)
                 try:
                     status = await self._post(session, path, self._beat())
                 except (aiohttp.ClientError, OSError, TimeoutError) as exc:

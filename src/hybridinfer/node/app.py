@@ -1,4 +1,5 @@
-"""The node's HTTP API: the Open Inference Protocol (KServe V2) REST endpoints.
+"""The node's HTTP API: the Open Inference Protocol (KServe V2) REST endpoints, with the
+binary tensor data extension (``binarytensor.py``) as Triton's clients use it by default.
 
 Errors follow the protocol: ``{"error": "<message>"}`` with 400 for a bad request and 404 for
 an unknown model or version; a bad request never stops the node from serving.
@@ -10,6 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
+import numpy.typing as npt
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
@@ -19,10 +21,11 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from hybridinfer import __version__
+from hybridinfer.binarytensor import HEADER, from_binary, split_body, to_binary
 from hybridinfer.errors import HybridInferError, InvalidInput, InvalidJSON
 from hybridinfer.gateway.responses import JSON
 from hybridinfer.node.repository import ModelRepository
-from hybridinfer.tensors import to_array, to_tensor
+from hybridinfer.tensors import datatype_of, to_array, to_tensor
 
 
 class RequestTensor(BaseModel):
@@ -32,7 +35,7 @@ class RequestTensor(BaseModel):
     shape: list[int]
     datatype: str
     parameters: dict[str, Any] | None = None
-    data: Any
+    data: Any = None
 
 
 class RequestOutput(BaseModel):
@@ -71,12 +74,23 @@ async def ready(request: Request) -> Response:
 
 
 async def server_metadata(request: Request) -> Response:
-    return JSON({"name": "hybridinfer-node", "version": __version__, "extensions": []})
+    return JSON(
+        {
+            "name": "hybridinfer-node",
+            "version": __version__,
+            "extensions": ["binary_tensor_data", "statistics", "model_repository"],
+        }
+    )
 
 
 async def model_metadata(request: Request) -> Response:
     params = request.path_params
-    return JSON(_repository(request).get(params["name"], params.get("version")).metadata())
+    return JSON(_repository(request).metadata(params["name"], params.get("version")))
+
+
+async def repository_index(request: Request) -> Response:
+    """Triton's model repository index: every version with its state (refusals included)."""
+    return JSON(_repository(request).index())
 
 
 async def model_ready(request: Request) -> Response:
@@ -91,32 +105,91 @@ async def model_statistics(request: Request) -> Response:
     return JSON({"model_stats": [model.statistics()]})
 
 
-async def infer(request: Request) -> Response:
-    repository = _repository(request)
-    params = request.path_params
-    model = repository.get(params["name"], params.get("version"))
+def _parse(header: bytes) -> InferenceRequest:
     try:
-        body = InferenceRequest.model_validate(orjson.loads(await request.body()))
+        return InferenceRequest.model_validate(orjson.loads(header))
     except orjson.JSONDecodeError as exc:
         raise InvalidJSON(f"body is not valid JSON: {exc.msg}") from None
     except ValidationError as exc:
         first = exc.errors(include_url=False, include_input=False)[0]
         where = ".".join(str(part) for part in first["loc"])
         raise InvalidInput(f"invalid inference request: {where}: {first['msg']}") from None
-    arrays = {t.name: to_array(t.name, t.datatype, t.shape, t.data) for t in body.inputs}
-    outputs = await repository.infer(model, arrays)
+
+
+def _inputs(body: InferenceRequest, binary: memoryview) -> dict[str, npt.NDArray[Any]]:
+    """The request's tensors, from JSON data or their slice of the binary part."""
+    arrays: dict[str, npt.NDArray[Any]] = {}
+    offset = 0
+    for tensor in body.inputs:
+        size = (tensor.parameters or {}).get("binary_data_size")
+        if size is None:
+            if tensor.data is None:
+                raise InvalidInput(f"input {tensor.name!r} has neither data nor binary data")
+            arrays[tensor.name] = to_array(tensor.name, tensor.datatype, tensor.shape, tensor.data)
+            continue
+        if not isinstance(size, int) or size < 0 or offset + size > len(binary):
+            raise InvalidInput(f"input {tensor.name!r}: binary_data_size {size!r} does not fit")
+        raw = binary[offset : offset + size]
+        offset += size
+        arrays[tensor.name] = from_binary(tensor.name, tensor.datatype, tensor.shape, raw)
+    if offset != len(binary):
+        raise InvalidInput(f"{len(binary) - offset} bytes of binary data belong to no input")
+    return arrays
+
+
+def _wants_binary(body: InferenceRequest) -> dict[str, bool]:
+    default = bool((body.parameters or {}).get("binary_data_output", False))
+    wanted = {
+        o.name: bool((o.parameters or {}).get("binary_data", default)) for o in body.outputs or []
+    }
+    return wanted or {"*": default}
+
+
+def _respond(
+    response: dict[str, Any], outputs: dict[str, npt.NDArray[Any]], binary: dict[str, bool]
+) -> Response:
+    tensors: list[dict[str, Any]] = []
+    blobs: list[bytes] = []
+    for name, array in outputs.items():
+        if binary.get(name, binary.get("*", False)):
+            blob = to_binary(array)
+            blobs.append(blob)
+            tensors.append(
+                {
+                    "name": name,
+                    "datatype": datatype_of(array),
+                    "shape": list(array.shape),
+                    "parameters": {"binary_data_size": len(blob)},
+                }
+            )
+        else:
+            tensors.append(to_tensor(name, array))
+    response["outputs"] = tensors
+    header = orjson.dumps(response)
+    if not blobs:
+        return Response(header, media_type="application/json")
+    return Response(
+        header + b"".join(blobs),
+        media_type="application/octet-stream",
+        headers={HEADER: str(len(header))},
+    )
+
+
+async def infer(request: Request) -> Response:
+    repository = _repository(request)
+    params = request.path_params
+    model = repository.get(params["name"], params.get("version"))
+    header, binary = split_body(await request.body(), request.headers.get(HEADER))
+    body = _parse(header)
+    outputs = await repository.infer(model, _inputs(body, binary))
     wanted = [o.name for o in body.outputs] if body.outputs else list(outputs)
     unknown = [name for name in wanted if name not in outputs]
     if unknown:
         raise InvalidInput(f"model {model.name} has no output {', '.join(unknown)}")
-    response: dict[str, Any] = {
-        "model_name": model.name,
-        "model_version": model.version,
-        "outputs": [to_tensor(name, outputs[name]) for name in wanted],
-    }
+    response: dict[str, Any] = {"model_name": model.name, "model_version": model.version}
     if body.id is not None:
         response["id"] = body.id
-    return JSON(response)
+    return _respond(response, {name: outputs[name] for name in wanted}, _wants_binary(body))
 
 
 async def _errors(request: Request, exc: Exception) -> Response:
@@ -141,7 +214,7 @@ def create_node_app(
         else:
             async with background():
                 yield
-        repository.close()
+        await repository.aclose()
 
     prefix = "/v2/models/{name}"
     routes = [
@@ -154,6 +227,7 @@ def create_node_app(
         Route(prefix + "/versions/{version}/ready", model_ready, methods=["GET"]),
         Route(prefix + "/stats", model_statistics, methods=["GET"]),
         Route(prefix + "/versions/{version}/stats", model_statistics, methods=["GET"]),
+        Route("/v2/repository/index", repository_index, methods=["POST"]),
         Route(prefix + "/infer", infer, methods=["POST"]),
         Route(prefix + "/versions/{version}/infer", infer, methods=["POST"]),
     ]
