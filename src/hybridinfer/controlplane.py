@@ -14,6 +14,8 @@ from hybridinfer.decompose.decomposer import Decomposer
 from hybridinfer.decompose.rules import default_rules_path, load_rules
 from hybridinfer.execute.executor import Executor
 from hybridinfer.keys import KeyRing, generate_key
+from hybridinfer.modelstore import ModelStore
+from hybridinfer.objectstore import open_store
 from hybridinfer.pipeline import Pipeline
 from hybridinfer.ratelimit import RateLimiter
 from hybridinfer.registry import NodeRegistry, deployment_from_info
@@ -45,6 +47,8 @@ class ControlPlane:
         self.router = Router(self.registry, self.signals, lambda: self.policy)
         self.traces = TraceSink(self.store)
         self.rate_limiter = RateLimiter(settings.rate_limit_per_minute)
+        self.objects = open_store(settings)
+        self.models = ModelStore(self.objects, settings.keep_model_versions)
         self.local_node, local_backend = self._load_local_tier()
         self.backends: dict[str, Backend] = {"onnx": local_backend, "v2": V2Backend()}
         self.executor = Executor(self.backends, self.signals)
@@ -97,4 +101,5 @@ class ControlPlane:
         await self.traces.stop()
         for backend in self.backends.values():
             await backend.aclose()
+        await self.objects.aclose()
         await self.store.close()

@@ -1,12 +1,17 @@
-"""``hybridinfer models build``: train and export the bundled models."""
+"""``hybridinfer models build|publish``: train the bundled models; publish a version."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import click
+import orjson
 
-from hybridinfer.cli.output import build_models_with_progress
+from hybridinfer.artifact import Manifest
+from hybridinfer.cli.output import build_models_with_progress, cli_errors, run_async
+from hybridinfer.modelstore import ModelStore
+from hybridinfer.objectstore import open_store
+from hybridinfer.settings import Settings, load_settings
 
 
 @click.group()
@@ -30,3 +35,38 @@ def build(models_dir: Path, force: bool) -> None:
             f"{card['name']:<16} accuracy {card['metrics']['accuracy']:.3f}  "
             f"p50 {latency:.3f} ms  {card['size_bytes'] / 1e6:.1f} MB"
         )
+
+
+async def _publish(settings: Settings, name: str, version: str, source: Path) -> Manifest:
+    store = open_store(settings)
+    try:
+        card = orjson.loads((source / "card.json").read_bytes())
+        model = (source / "model.onnx").read_bytes()
+        return await ModelStore(store, settings.keep_model_versions).publish(
+            name, version, model, dict(card)
+        )
+    finally:
+        await store.aclose()
+
+
+@models.command("publish")
+@click.argument("name")
+@click.option("--version", "version", required=True, help="The new version's name (e.g. 4).")
+@click.option(
+    "--from",
+    "source",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    required=True,
+    help="Folder holding model.onnx and card.json.",
+)
+@click.option("--config", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--data-dir", type=click.Path(path_type=Path), default=None)
+def publish(
+    name: str, version: str, source: Path, config: Path | None, data_dir: Path | None
+) -> None:
+    """Publish a model version to the object store; nodes that pull pick it up on their next
+    poll, verify its sha256 and switch to it. The last `keep_model_versions` are kept."""
+    with cli_errors():
+        settings = load_settings(config, data_dir=data_dir)
+        manifest = run_async(_publish(settings, name, version, source))
+    click.echo(f"published {name} version {version} sha256 {manifest.sha256}")

@@ -13,6 +13,7 @@ from starlette.responses import Response
 
 from hybridinfer.controlplane import ControlPlane
 from hybridinfer.errors import HybridInferError, NotFound
+from hybridinfer.gateway.artifacts import artifact_routes
 from hybridinfer.gateway.middleware import (
     AuthMiddleware,
     ErrorMiddleware,
@@ -58,7 +59,7 @@ def create_app(
             await plane.stop()
 
     app = Starlette(
-        routes=ROUTES,
+        routes=[*ROUTES, *artifact_routes(plane)],
         middleware=[
             Middleware(RequestIdMiddleware),
             Middleware(ErrorMiddleware),

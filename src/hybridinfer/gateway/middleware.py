@@ -17,6 +17,8 @@ from hybridinfer.ratelimit import RateLimiter
 log = logging.getLogger("hybridinfer.gateway")
 
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz"})
+# Signed object URLs carry their own HMAC authorisation (objectstore/filesystem.py).
+PUBLIC_PREFIXES = ("/v1/objects/",)
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -92,7 +94,9 @@ class AuthMiddleware:
         self._keys = keys
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] not in PUBLIC_PATHS:
+        path = scope.get("path", "")
+        public = path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES)
+        if scope["type"] == "http" and not public:
             authorization = _header(scope, b"authorization")
             if authorization is None:
                 raise Unauthorized("missing API key: send 'Authorization: Bearer <key>'")

@@ -1,0 +1,37 @@
+"""Model artifacts for nodes: the versions of a model with short-lived signed URLs, and (for
+the filesystem object store) the signed-URL object route itself.
+
+``GET /v1/artifacts/{name}`` (node token) → ``[{"manifest", "model_url", "card_url", "card"}]``,
+oldest version first. Nodes poll it (``node.puller``); they never hold store credentials.
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Mount, Route
+
+from hybridinfer.controlplane import ControlPlane
+from hybridinfer.gateway.responses import JSON
+from hybridinfer.gateway.routes import requires
+from hybridinfer.objectstore.filesystem import FilesystemStore
+from hybridinfer.objectstore.server import create_object_app
+
+OBJECTS_PREFIX = "/v1/objects"
+
+
+@requires("node")
+async def list_artifacts(request: Request) -> Response:
+    plane: ControlPlane = request.app.state.control_plane
+    offers = await plane.models.offer(
+        request.path_params["name"], plane.settings.artifact_url_ttl_s
+    )
+    return JSON([offer.model_dump(mode="json") for offer in offers])
+
+
+def artifact_routes(plane: ControlPlane) -> list[BaseRoute]:
+    """The artifact listing, plus the object route when the store is the filesystem."""
+    routes: list[BaseRoute] = [Route("/v1/artifacts/{name}", list_artifacts, methods=["GET"])]
+    if isinstance(plane.objects, FilesystemStore):
+        routes.append(Mount(OBJECTS_PREFIX, app=create_object_app(plane.objects)))
+    return routes
