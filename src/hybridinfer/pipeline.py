@@ -11,8 +11,11 @@ from typing import Any
 
 from hybridinfer.aggregate import aggregate, summarise
 from hybridinfer.decompose.decomposer import Decomposer
-from hybridinfer.errors import HybridInferError
-from hybridinfer.execute.executor import Executor
+from hybridinfer.errors import HybridInferError, InvalidRequest
+from hybridinfer.execute.executor import Executor, SubtaskResult
+from hybridinfer.execute.streaming import StreamExecutor, TokenStream
+from hybridinfer.plan import Plan
+from hybridinfer.route.pin import pin
 from hybridinfer.route.router import RouteOptions, Router
 from hybridinfer.schemas import InferRequest
 from hybridinfer.store.tracesink import TraceSink
@@ -29,26 +32,30 @@ class Pipeline:
         executor: Executor,
         traces: TraceSink,
         request_timeout_ms: int,
+        streamer: StreamExecutor | None = None,
     ) -> None:
         self._decomposer = decomposer
         self._router = router
         self._executor = executor
         self._traces = traces
         self._request_timeout_ms = request_timeout_ms
+        self._streamer = streamer
 
     async def infer(self, request: InferRequest, trace: Trace) -> dict[str, Any]:
         """The ``/v1/infer`` response body; raises HybridInferError (and records the trace)."""
         trace.task = request.task
         options = request.options
-        timeout_ms = min(options.timeout_ms or self._request_timeout_ms, self._request_timeout_ms)
-        deadline = time.monotonic() + timeout_ms / 1000.0
+        deadline = self._deadline(request)
         try:
             with trace.stage("decompose"):
                 plan = self._decomposer.plan(request.task, request.inputs, options.privacy)
                 trace.plan = plan.describe()
             with trace.stage("route"):
                 route_options = RouteOptions(options.route, options.prefer, options.max_latency_ms)
-                decisions = {s.id: self._router.decide(s, route_options) for s in plan.subtasks}
+                context = self._router.context(route_options, request.task, trace.key_id)
+                decisions = {
+                    s.id: pin(self._router.decide(s, context), options.model) for s in plan.subtasks
+                }
                 trace.decisions = [decision.describe() for decision in decisions.values()]
             with trace.stage("execute"):
                 results = await self._executor.run(plan, decisions, request.inputs, trace, deadline)
@@ -70,3 +77,75 @@ class Pipeline:
             "subtasks": subtasks,
             "timings_ms": trace.rounded_timings(),
         }
+
+    def _deadline(self, request: InferRequest) -> float:
+        """Monotonic deadline: the caller's timeout, capped by the task's (or the gateway's)."""
+        ceiling = self._decomposer.timeout_ms(request.task) or self._request_timeout_ms
+        timeout_ms = min(request.options.timeout_ms or ceiling, ceiling)
+        return time.monotonic() + timeout_ms / 1000.0
+
+    async def stream(self, request: InferRequest, trace: Trace) -> TokenStream:
+        """Start a one-subtask task (chat) piece by piece, once its first token exists.
+
+        Errors before the first token raise here (after falling back along the decision's
+        chain); errors after it surface while iterating the stream. The trace is recorded when
+        the stream ends, whichever way it ends.
+        """
+        if self._streamer is None:
+            raise InvalidRequest("this gateway does not stream")
+        trace.task = request.task
+        options = request.options
+        deadline = self._deadline(request)
+        try:
+            with trace.stage("decompose"):
+                plan = self._decomposer.plan(request.task, request.inputs, options.privacy)
+                trace.plan = plan.describe()
+                if len(plan.subtasks) != 1:
+                    raise InvalidRequest(f"task {request.task!r} has several steps; cannot stream")
+            subtask = plan.subtasks[0]
+            with trace.stage("route"):
+                route_options = RouteOptions(options.route, options.prefer, options.max_latency_ms)
+                context = self._router.context(route_options, request.task, trace.key_id)
+                decision = pin(self._router.decide(subtask, context), options.model)
+                trace.decisions = [decision.describe()]
+            with trace.stage("execute"):
+                stream = await self._streamer.start(
+                    subtask, decision, request.inputs, trace, deadline
+                )
+        except HybridInferError as error:
+            self._record_failure(trace, error)
+            raise
+        resumed = time.perf_counter()
+
+        def close(stream: TokenStream, error: HybridInferError | None) -> None:
+            trace.timings_ms["execute"] += (time.perf_counter() - resumed) * 1000.0
+            self._record_stream(trace, plan, stream, decision.reason, error)
+
+        stream.on_close(close)
+        return stream
+
+    def _record_stream(
+        self,
+        trace: Trace,
+        plan: Plan,
+        stream: TokenStream,
+        reason: str,
+        error: HybridInferError | None,
+    ) -> None:
+        subtask = plan.subtasks[0]
+        status = "ok" if error is None else "error"
+        result = SubtaskResult(subtask, status, attempt=stream.attempt, error=error, reason=reason)
+        result.latency_ms = stream.attempt.latency_ms
+        assert trace.plan is not None
+        trace.plan["results"] = [summarise(result)]
+        trace.plan["first_token_ms"] = round(stream.first_token_ms, 3)
+        if error is not None:
+            self._record_failure(trace, error)
+            return
+        trace.finish("ok")
+        self._traces.record(trace)
+
+    def _record_failure(self, trace: Trace, error: HybridInferError) -> None:
+        trace.error = {"code": error.error_code, "message": error.message}
+        trace.finish("error")
+        self._traces.record(trace)

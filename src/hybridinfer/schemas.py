@@ -21,6 +21,10 @@ class InferOptions(_Body):
     prefer: Prefer = "balanced"
     route: Literal["auto", "local", "edge", "cloud"] = "auto"
     timeout_ms: int | None = Field(None, gt=0, le=600_000, description="Deadline of the request.")
+    priority: int = Field(0, ge=0, le=9, description="Higher goes first when a node is saturated.")
+    model: str | None = Field(
+        None, min_length=1, max_length=200, description="Pin this model (`auto`: router's choice)."
+    )
 
 
 class InferRequest(_Body):
@@ -61,7 +65,9 @@ class NodeRegistration(_Body):
     tier: Tier
     zone: Zone
     url: str = Field(min_length=1, max_length=500)
-    protocol: Literal["v2"] = "v2"
+    protocol: Literal["v2", "openai"] = Field(
+        "v2", description="`v2` (Open Inference Protocol) or `openai` (OpenAI-compatible API)."
+    )
     deployments: list[DeploymentInfo] = Field(default_factory=list)
 
 

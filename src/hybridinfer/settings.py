@@ -18,6 +18,7 @@ from pydantic_settings import (
 )
 
 from hybridinfer.errors import ConfigError
+from hybridinfer.schemas import NodeRegistration
 from hybridinfer.topology import Tier, Zone
 from hybridinfer.yamlfile import load_with_lines, parse_document
 
@@ -63,6 +64,24 @@ class Settings(BaseSettings):
         60_000, gt=0, description="Requests per minute allowed to each API key."
     )
     inference_threads: int = Field(2, ge=1, description="Threads running in-process models.")
+    static_nodes: list[NodeRegistration] = Field(
+        default_factory=list,
+        description="Nodes known without registering, e.g. OpenAI-compatible upstreams "
+        "(protocol `openai`: llama.cpp's server, vLLM, a cloud API); probed for health.",
+    )
+    probe_interval_s: float = Field(
+        5.0, gt=0.0, description="Health probe period of OpenAI-protocol nodes (down on a miss)."
+    )
+    llm: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="`up` runs the local and cloud chat LLMs (llama.cpp servers); auto: when "
+        "the `llm` extra and its GGUF packages are installed.",
+    )
+    llm_local_max_input: int = Field(
+        1500, gt=0, description="Longest chat (characters) the local LLM takes; longer: cloud."
+    )
+    llm_threads: int = Field(1, ge=1, description="CPU threads of each LLM server.")
+    llm_context_tokens: int = Field(2048, ge=256, description="Context window of each LLM.")
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     session_cache_bytes: int = Field(
         1 << 30,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from hybridinfer.topology import Deployment, Node
 
@@ -27,3 +27,18 @@ class Backend(ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook; most backends hold nothing
         """Release connections and threads."""
+
+
+@runtime_checkable
+class StreamingBackend(Protocol):
+    """A backend that can also answer piece by piece (chat over SSE); optional, beside Backend.
+
+    ``infer_stream`` yields ``{"delta": {...}, "finish_reason": str | None, "usage": ...}`` and
+    raises a ``hybridinfer.errors`` error if the upstream fails, before or after the first piece.
+    """
+
+    def infer_stream(
+        self, node: Node, deployment: Deployment, inputs: Mapping[str, Any], timeout_s: float
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The answer's pieces, in order."""
+        ...

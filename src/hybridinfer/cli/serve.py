@@ -21,6 +21,7 @@ from hybridinfer.cli.output import (
 )
 from hybridinfer.controlplane import ControlPlane
 from hybridinfer.gateway.app import create_app
+from hybridinfer.llmserver import default_specs, llm_extra_installed, start_servers
 from hybridinfer.settings import Settings, load_settings
 
 
@@ -125,7 +126,34 @@ def up(port: int | None, data_dir: Path | None, config: Path | None) -> None:
         build_models_with_progress(models_dir)
     if settings.node_token is None:
         settings = settings.model_copy(update={"node_token": SecretStr(secrets.token_urlsafe(32))})
-    run_async(serve_gateway(settings, cloud_node_command(settings)))
+    run_async(serve_with_llms(settings, cloud_node_command(settings)))
+
+
+async def serve_with_llms(settings: Settings, cloud_node: list[str]) -> None:
+    """``serve_gateway``, with the chat LLM servers beside it when the `llm` extra is there.
+
+    They start first (each loads in ~1 s) so that the gateway's first chat has somewhere to go;
+    they join ``static_nodes`` and the gateway's prober watches their health.
+    """
+    wanted = settings.llm == "on" or (settings.llm == "auto" and llm_extra_installed())
+    if not wanted:
+        await serve_gateway(settings, cloud_node)
+        return
+    specs = default_specs(
+        settings.data_dir, settings.llm_local_max_input, settings.cloud_cost_per_call
+    )
+    servers = await start_servers(
+        specs, settings.resolved_cloud_port + 1, settings.llm_threads, settings.llm_context_tokens
+    )
+    click.echo(
+        "LLMs: " + ", ".join(f"{s.spec.model} ({s.spec.tier.value}) {s.url}" for s in servers),
+        err=True,
+    )
+    static = [*settings.static_nodes, *(s.spec.registration(s.url) for s in servers)]
+    try:
+        await serve_gateway(settings.model_copy(update={"static_nodes": static}), cloud_node)
+    finally:
+        await asyncio.gather(*(server.stop() for server in servers))
 
 
 @click.command()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from hybridinfer.decompose.inputs import STRUCTURED_TYPES, check_structured
 from hybridinfer.decompose.rules import InputSpec, RuleTable, TaskRule
 from hybridinfer.errors import InvalidInput, UnknownTask
 from hybridinfer.plan import Plan, Privacy, Subtask
@@ -12,6 +13,8 @@ from hybridinfer.plan import Plan, Privacy, Subtask
 
 def check_input(name: str, spec: InputSpec, value: Any) -> int:
     """Raise InvalidInput unless ``value`` fits ``spec``; return its size (chars or numbers)."""
+    if spec.type in STRUCTURED_TYPES:
+        return check_structured(name, spec, value)
     if spec.type == "string":
         if not isinstance(value, str):
             raise InvalidInput(f"inputs.{name} must be a string")
@@ -48,6 +51,11 @@ class Decomposer:
 
     def replace_rules(self, rules: RuleTable) -> None:
         self._rules = rules
+
+    def timeout_ms(self, task: str) -> int | None:
+        """The task's own deadline ceiling, if its rule sets one (LLM chat needs longer)."""
+        rule = self._rules.tasks.get(task)
+        return None if rule is None else rule.timeout_ms
 
     def task_names(self) -> list[str]:
         return sorted(self._rules.tasks)

@@ -22,9 +22,14 @@ class _Strict(BaseModel):
 class InputSpec(_Strict):
     """What one request input must look like."""
 
-    type: Literal["string", "numbers"]
+    type: Literal["string", "numbers", "number", "integer", "texts", "messages"]
+    """``texts``: one string or a list of them; ``messages``: chat messages
+    (``[{"role", "content"}]``); ``number``/``integer``: one value within minimum..maximum."""
     required: bool = True
-    max_length: int | None = Field(default=None, gt=0, description="Longest string allowed.")
+    max_length: int | None = Field(
+        default=None, gt=0, description="Longest string (texts, messages: all of them) allowed."
+    )
+    max_items: int | None = Field(default=None, gt=0, description="Most texts or messages.")
     length: int | None = Field(default=None, gt=0, description="Exact count of numbers.")
     minimum: float | None = None
     maximum: float | None = None
@@ -59,6 +64,9 @@ class TaskRule(_Strict):
     subtasks: list[SubtaskRule] = Field(min_length=1)
     outputs: dict[str, str]
 
+    timeout_ms: int | None = Field(
+        default=None, gt=0, description="Deadline ceiling for this task (default: the gateway's)."
+    )
     @model_validator(mode="after")
     def _dag(self) -> TaskRule:
         seen: set[str] = set()

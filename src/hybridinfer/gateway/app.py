@@ -21,6 +21,7 @@ from hybridinfer.gateway.middleware import (
     RequestIdMiddleware,
 )
 from hybridinfer.gateway.responses import error_response
+from hybridinfer.gateway.openai import OPENAI_ROUTES
 from hybridinfer.gateway.routes import ROUTES
 
 
@@ -59,7 +60,7 @@ def create_app(
             await plane.stop()
 
     app = Starlette(
-        routes=[*ROUTES, *artifact_routes(plane)],
+        routes=[*ROUTES, *artifact_routes(plane), *OPENAI_ROUTES],
         middleware=[
             Middleware(RequestIdMiddleware),
             Middleware(ErrorMiddleware),

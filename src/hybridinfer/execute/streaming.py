@@ -1,0 +1,164 @@
+"""Run one streaming subtask (chat): try the decision's chain until a deployment produces its
+first token, then hand the rest of its answer to the caller.
+
+Falling back is only honest before the first token: after it, the caller has already seen part
+of one model's answer, so a failure then is reported as an error, never papered over.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from typing import Any
+
+from hybridinfer.backends.base import Backend, StreamingBackend
+from hybridinfer.decision import Candidate, Decision
+from hybridinfer.errors import DeadlineExceeded, HybridInferError, InvalidRequest, UpstreamError
+from hybridinfer.execute.executor import resolve
+from hybridinfer.plan import Subtask
+from hybridinfer.route.signals import Signals
+from hybridinfer.trace import Attempt, Trace
+
+Pieces = AsyncIterator[dict[str, Any]]
+OnClose = Callable[["TokenStream", HybridInferError | None], None]
+
+
+def _is_token(piece: Mapping[str, Any]) -> bool:
+    return bool(piece["delta"].get("content")) or piece.get("finish_reason") is not None
+
+
+class TokenStream:
+    """A started answer: where it runs, the pieces read so far and the rest of them.
+
+    Iterate it once. Upstream failures surface as ``HybridInferError``; ``on_close`` runs exactly
+    once when the answer ends, fails or is abandoned.
+    """
+
+    def __init__(
+        self,
+        candidate: Candidate,
+        attempt: Attempt,
+        first: list[dict[str, Any]],
+        rest: Pieces,
+        signals: Signals,
+        started: float,
+    ) -> None:
+        self.node = candidate.node
+        self.deployment = candidate.deployment
+        self.attempt = attempt
+        self.first_token_ms = (time.perf_counter() - started) * 1000.0
+        self._first = first
+        self._rest = rest
+        self._signals = signals
+        self._started = started
+        self._on_close: OnClose | None = None
+        self._closed = False
+
+    def on_close(self, callback: OnClose) -> None:
+        self._on_close = callback
+
+    async def __aiter__(self) -> AsyncGenerator[dict[str, Any], None]:
+        error: HybridInferError | None = None
+        try:
+            for piece in self._first:
+                yield piece
+            async for piece in self._rest:
+                yield piece
+        except HybridInferError as exc:
+            error = exc
+            raise
+        except BaseException:  # abandoned by the caller (disconnect, cancel)
+            error = UpstreamError("the client went away mid-stream", code="client_closed")
+            raise
+        finally:
+            await self._rest.aclose()  # type: ignore[attr-defined]
+            self._close(error)
+
+    def _close(self, error: HybridInferError | None) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.attempt.latency_ms = (time.perf_counter() - self._started) * 1000.0
+        if error is not None:
+            self.attempt.status = "error"
+            self.attempt.error_code = error.error_code
+            self.attempt.error = error.message
+        self._signals.observe(
+            self.deployment.id,
+            self.attempt.latency_ms,
+            error is None or error.error_code == "client_closed",
+        )
+        if self._on_close is not None:
+            self._on_close(self, error)
+
+
+class StreamExecutor:
+    """Starts streaming subtasks on the backends that can stream."""
+
+    def __init__(self, backends: Mapping[str, Backend], signals: Signals) -> None:
+        self._backends = dict(backends)
+        self._signals = signals
+
+    async def start(
+        self,
+        subtask: Subtask,
+        decision: Decision,
+        request_inputs: Mapping[str, Any],
+        trace: Trace,
+        deadline: float,
+    ) -> TokenStream:
+        """The first deployment of the chain that produced a token; raises the last error."""
+        inputs = {
+            name: resolve(value, request_inputs, {}) for name, value in subtask.inputs.items()
+        }
+        chain = [(decision.chosen, "primary")] + [(c, "fallback") for c in decision.fallbacks]
+        last_error: HybridInferError = DeadlineExceeded("no time left to run the subtask")
+        for candidate, role in chain:
+            try:
+                return await self._attempt(subtask, candidate, role, inputs, trace, deadline)
+            except HybridInferError as error:
+                last_error = error
+        raise last_error
+
+    async def _attempt(
+        self,
+        subtask: Subtask,
+        candidate: Candidate,
+        role: str,
+        inputs: Mapping[str, Any],
+        trace: Trace,
+        deadline: float,
+    ) -> TokenStream:
+        node, deployment = candidate.node, candidate.deployment
+        attempt = Attempt(
+            subtask.id, deployment.id, node.tier.value, node.id, deployment.model, role
+        )
+        trace.attempts.append(attempt)
+        started = time.perf_counter()
+        pieces: Pieces | None = None
+        try:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise DeadlineExceeded("the request's deadline passed before this attempt")
+            backend = self._backends.get(node.protocol)
+            if not isinstance(backend, StreamingBackend):
+                raise InvalidRequest(f"{deployment.model} ({node.protocol}) cannot stream")
+            pieces = backend.infer_stream(node, deployment, inputs, remaining)
+            first: list[dict[str, Any]] = []
+            async for piece in pieces:
+                first.append(piece)
+                if _is_token(piece):
+                    break
+            else:  # a clean, empty answer: still say how it finished
+                if not any(piece.get("finish_reason") for piece in first):
+                    first.append({"delta": {}, "finish_reason": "stop", "usage": None})
+        except HybridInferError as error:
+            if pieces is not None:
+                await pieces.aclose()  # type: ignore[attr-defined]
+            attempt.status = "error"
+            attempt.error_code = error.error_code
+            attempt.error = error.message
+            attempt.latency_ms = (time.perf_counter() - started) * 1000.0
+            self._signals.observe(deployment.id, attempt.latency_ms, False)
+            raise
+        return TokenStream(candidate, attempt, first, pieces, self._signals, started)
