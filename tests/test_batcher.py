@@ -36,7 +36,8 @@ async def test_concurrent_requests_are_coalesced_and_split_back() -> None:
         await batcher.aclose()
     for i, result in enumerate(results):
         assert result["y"].tolist() == [[2 * i, 2 * i]]
-    assert len(model.calls) < 20 and sum(model.calls) == 20
+    assert len(model.calls) < 20
+    assert sum(model.calls) == 20
 
 
 async def test_one_bad_request_fails_alone() -> None:

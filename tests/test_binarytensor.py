@@ -30,7 +30,8 @@ def test_bytes_layout_is_a_little_endian_length_prefix() -> None:
 
 def test_uint32_layout_matches_the_spec_example() -> None:
     data = to_binary(np.array([[1, 2], [3, 4]], dtype=np.uint32))
-    assert len(data) == 16 and data[:4] == b"\x01\x00\x00\x00"
+    assert len(data) == 16
+    assert data[:4] == b"\x01\x00\x00\x00"
 
 
 @pytest.mark.parametrize(
@@ -53,6 +54,7 @@ def test_inconsistent_binary_data_is_invalid_input(
 
 def test_split_body() -> None:
     header, binary = split_body(b'{"a":1}XYZ', "7")
-    assert header == b'{"a":1}' and bytes(binary) == b"XYZ"
+    assert header == b'{"a":1}'
+    assert bytes(binary) == b"XYZ"
     with pytest.raises(InvalidInput):
         split_body(b"{}", "99")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hybridinfer.backends.base import Backend
 from hybridinfer.backends.onnx import OnnxBackend
+from hybridinfer.backends.tfserving import TFServingBackend
 from hybridinfer.backends.v2 import V2Backend
 from hybridinfer.catalog import deployment_info, find_model
 from hybridinfer.decompose.decomposer import Decomposer
@@ -51,6 +52,7 @@ class ControlPlane:
         self.models = ModelStore(self.objects, settings.keep_model_versions)
         self.local_node, local_backend = self._load_local_tier()
         self.backends: dict[str, Backend] = {"onnx": local_backend, "v2": V2Backend()}
+        self.backends[TFServingBackend.protocol] = TFServingBackend()
         self.executor = Executor(self.backends, self.signals)
         self.pipeline = Pipeline(
             self.decomposer,

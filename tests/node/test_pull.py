@@ -59,7 +59,7 @@ def control_plane(models: ModelStore, beats: list[dict[str, Any]]) -> Starlette:
 @pytest.fixture
 def artifact(models_dir: Path) -> Iterator[tuple[bytes, dict[str, Any]]]:
     folder = models_dir / MODEL / sorted(p.name for p in (models_dir / MODEL).iterdir())[-1]
-    yield (folder / "model.onnx").read_bytes(), orjson.loads((folder / "card.json").read_bytes())
+    return (folder / "model.onnx").read_bytes(), orjson.loads((folder / "card.json").read_bytes())
 
 
 async def load(url: str, stop: asyncio.Event, seen: list[str], failures: list[str]) -> None:
@@ -133,8 +133,10 @@ async def test_new_version_is_pulled_verified_and_switched_under_load(
             stop.set()
             await asyncio.gather(*workers)
     assert failures == []
-    assert seen[0] == "1" and seen[-1] == "2" and "3" not in seen
-    assert seen.index("2") > 0 and "1" not in seen[seen.index("2") + 200 :]
-    assert beats and {"load", "memory", "memory_bytes", "in_flight", "queue_depth"} <= set(
-        beats[-1]
-    )
+    assert seen[0] == "1"
+    assert seen[-1] == "2"
+    assert "3" not in seen
+    assert seen.index("2") > 0
+    assert "1" not in seen[seen.index("2") + 200 :]
+    assert beats
+    assert {"load", "memory", "memory_bytes", "in_flight", "queue_depth"} <= set(beats[-1])

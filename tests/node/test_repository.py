@@ -88,7 +88,7 @@ def test_only_the_last_versions_are_kept(
 
 
 def test_binary_request_and_response(node: TestClient) -> None:
-    text = "what a great day".encode()
+    text = b"what a great day"
     header = orjson.dumps(
         {
             "inputs": [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import urllib.error
 import urllib.request
@@ -13,6 +14,12 @@ from hybridinfer.modelstore import ModelStore
 from hybridinfer.objectstore.base import ObjectStore
 
 pytestmark = pytest.mark.integration
+
+
+def fetch(url: str) -> bytes:
+    """A plain GET, as a node does with a signed URL."""
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return bytes(response.read())
 
 
 async def test_put_get_list_delete(object_store: ObjectStore) -> None:
@@ -39,11 +46,10 @@ async def test_unsafe_keys_are_refused(object_store: ObjectStore, key: str) -> N
 async def test_signed_url_serves_the_object_to_a_plain_get(object_store: ObjectStore) -> None:
     await object_store.put("models/m/1/model.onnx", b"weights")
     url = await object_store.signed_url("models/m/1/model.onnx", 60)
-    with urllib.request.urlopen(url, timeout=5) as response:
-        assert response.read() == b"weights"
+    assert await asyncio.to_thread(fetch, url) == b"weights"
     tampered = url.replace("model.onnx", "card.json")
     with pytest.raises(urllib.error.HTTPError) as refused:
-        urllib.request.urlopen(tampered, timeout=5)
+        await asyncio.to_thread(fetch, tampered)
     refused.value.close()
     assert refused.value.code in (403, 404)
 
@@ -60,8 +66,8 @@ async def test_model_store_keeps_the_last_versions_with_checksums(
     assert not await object_store.exists("models/m/1/model.onnx")
     offers = await models.offer("m", 60)
     assert [offer.manifest.version for offer in offers] == ["2", "3", "10"]
-    with urllib.request.urlopen(offers[-1].model_url, timeout=5) as response:
-        assert hashlib.sha256(response.read()).hexdigest() == offers[-1].manifest.sha256
+    model = await asyncio.to_thread(fetch, offers[-1].model_url)
+    assert hashlib.sha256(model).hexdigest() == offers[-1].manifest.sha256
     assert offers[-1].card["version"] == "10"
 
 

@@ -42,7 +42,12 @@ class V2Backend(Backend):
         self, node: Node, deployment: Deployment, inputs: Mapping[str, Any], timeout_s: float
     ) -> dict[str, Any]:
         arrays = codec.encode(deployment, inputs)
-        body = orjson.dumps({"inputs": [to_tensor(name, array) for name, array in arrays.items()]})
+        request: dict[str, Any] = {
+            "inputs": [to_tensor(name, array) for name, array in arrays.items()]
+        }
+        if deployment.outputs:  # servers such as MLServer return only their default otherwise
+            request["outputs"] = [{"name": spec.name} for spec in deployment.outputs]
+        body = orjson.dumps(request)
         url = f"{node.url}/v2/models/{deployment.model}/versions/{deployment.version}/infer"
         payload = await self._post(url, body, timeout_s, deployment.model)
         try:
@@ -54,6 +59,8 @@ class V2Backend(Backend):
             }
         except (KeyError, TypeError) as exc:
             raise UpstreamError(f"{deployment.model}: malformed V2 response ({exc})") from None
+        if "probabilities" not in outputs and "predict_proba" in outputs:
+            outputs["probabilities"] = outputs["predict_proba"]  # MLServer's sklearn runtime
         return codec.decode(deployment, outputs)
 
     async def _post(self, url: str, body: bytes, timeout_s: float, model: str) -> dict[str, Any]:
