@@ -162,6 +162,7 @@ def main() -> None:
         "node_throughput",
         {
             "model": MODEL,
+            "models_dir": str(args.models_dir),
             "setup": "node process + separate closed-loop load process on the same "
             f"{os.cpu_count()}-core host; one text per request, JSON V2 bodies; "
             "max wait 500 µs when batching",
