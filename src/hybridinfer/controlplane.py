@@ -8,18 +8,21 @@ from pathlib import Path
 
 from hybridinfer.backends.base import Backend
 from hybridinfer.backends.onnx import OnnxBackend
+from hybridinfer.backends.openai import OpenAIBackend
 from hybridinfer.backends.tfserving import TFServingBackend
 from hybridinfer.backends.v2 import V2Backend
 from hybridinfer.catalog import deployment_info, find_model
 from hybridinfer.decompose.decomposer import Decomposer
 from hybridinfer.decompose.rules import default_rules_path, load_rules
 from hybridinfer.execute.executor import Executor
+from hybridinfer.execute.streaming import StreamExecutor
 from hybridinfer.keys import KeyRing, generate_key
 from hybridinfer.modelstore import ModelStore
 from hybridinfer.objectstore import open_store
 from hybridinfer.pipeline import Pipeline
+from hybridinfer.prober import NodeProber
 from hybridinfer.ratelimit import RateLimiter
-from hybridinfer.registry import NodeRegistry, deployment_from_info
+from hybridinfer.registry import NodeRegistry, deployment_from_info, node_from_registration
 from hybridinfer.route.policy import Policy, default_policy_path, load_policy
 from hybridinfer.route.router import Router
 from hybridinfer.route.signals import Signals
@@ -53,6 +56,9 @@ class ControlPlane:
         self.local_node, local_backend = self._load_local_tier()
         self.backends: dict[str, Backend] = {"onnx": local_backend, "v2": V2Backend()}
         self.backends[TFServingBackend.protocol] = TFServingBackend()
+        self.openai = OpenAIBackend()
+        self.backends[OpenAIBackend.protocol] = self.openai
+        self.prober = NodeProber(self.registry, self.openai, settings.probe_interval_s)
         self.executor = Executor(self.backends, self.signals)
         self.pipeline = Pipeline(
             self.decomposer,
@@ -60,6 +66,7 @@ class ControlPlane:
             self.executor,
             self.traces,
             settings.request_timeout_ms,
+            streamer=StreamExecutor(self.backends, self.signals),
         )
 
     def _load_local_tier(self) -> tuple[Node, OnnxBackend]:
@@ -89,6 +96,9 @@ class ControlPlane:
         """
         await self.store.migrate()
         self.registry.add(self.local_node)
+        for registration in self.settings.static_nodes:
+            self.registry.add(node_from_registration(registration))
+        self.prober.start()
         generated: str | None = None
         if self.settings.bootstrap_key is not None:
             await self.keys.ensure(
@@ -100,6 +110,7 @@ class ControlPlane:
         return generated
 
     async def stop(self) -> None:
+        await self.prober.stop()
         await self.traces.stop()
         for backend in self.backends.values():
             await backend.aclose()
