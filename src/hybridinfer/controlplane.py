@@ -20,10 +20,12 @@ from hybridinfer.keys import KeyRing, generate_key
 from hybridinfer.modelstore import ModelStore
 from hybridinfer.objectstore import open_store
 from hybridinfer.pipeline import Pipeline
+from hybridinfer.policycenter import PolicyCenter
 from hybridinfer.prober import NodeProber
 from hybridinfer.ratelimit import RateLimiter
 from hybridinfer.registry import NodeRegistry, deployment_from_info, node_from_registration
-from hybridinfer.route.policy import Policy, default_policy_path, load_policy
+from hybridinfer.route.budget import MemoryLedger
+from hybridinfer.route.policy import default_policy_path
 from hybridinfer.route.router import Router
 from hybridinfer.route.signals import Signals
 from hybridinfer.settings import Settings
@@ -46,9 +48,12 @@ class ControlPlane:
         self.keys = KeyRing(self.store, node_token)
         self.registry = NodeRegistry(settings.heartbeat_interval_s)
         self.signals = Signals()
-        self.policy: Policy = load_policy(settings.policy_file or default_policy_path())
+        self.policies = PolicyCenter(
+            self.store, self.registry, settings.policy_file or default_policy_path()
+        )
+        self.ledger = MemoryLedger()
         self.decomposer = Decomposer(load_rules(settings.rules_file or default_rules_path()))
-        self.router = Router(self.registry, self.signals, lambda: self.policy)
+        self.router = Router(self.registry, self.signals, self.policies.current, self.ledger)
         self.traces = TraceSink(self.store)
         self.rate_limiter = RateLimiter(settings.rate_limit_per_minute)
         self.objects = open_store(settings)
@@ -59,7 +64,9 @@ class ControlPlane:
         self.openai = OpenAIBackend()
         self.backends[OpenAIBackend.protocol] = self.openai
         self.prober = NodeProber(self.registry, self.openai, settings.probe_interval_s)
-        self.executor = Executor(self.backends, self.signals)
+        self.executor = Executor(
+            self.backends, self.signals, self.ledger, lambda: self.policies.current().policy.budget
+        )
         self.pipeline = Pipeline(
             self.decomposer,
             self.router,
@@ -99,6 +106,7 @@ class ControlPlane:
         for registration in self.settings.static_nodes:
             self.registry.add(node_from_registration(registration))
         self.prober.start()
+        await self.policies.start()
         generated: str | None = None
         if self.settings.bootstrap_key is not None:
             await self.keys.ensure(
@@ -111,6 +119,7 @@ class ControlPlane:
 
     async def stop(self) -> None:
         await self.prober.stop()
+        await self.policies.stop()
         await self.traces.stop()
         for backend in self.backends.values():
             await backend.aclose()

@@ -49,6 +49,8 @@ class Pipeline:
         try:
             with trace.stage("decompose"):
                 plan = self._decomposer.plan(request.task, request.inputs, options.privacy)
+                for subtask in plan.subtasks:
+                    subtask.priority = options.priority
                 trace.plan = plan.describe()
             with trace.stage("route"):
                 route_options = RouteOptions(options.route, options.prefer, options.max_latency_ms)

@@ -46,6 +46,8 @@ class Subtask:
     priority: int = 0
     soft: bool = False
     """A soft subtask may fail without failing the request (the answer is then ``partial``)."""
+    latency_sensitive: bool = False
+    """The caller waits on it interactively: policies may keep it off slow links."""
 
     def labels(self) -> dict[str, Any]:
         """The labels a trace shows for this subtask."""
@@ -58,6 +60,7 @@ class Subtask:
             "size": self.size,
             "complexity": self.complexity,
             "soft": self.soft,
+            "latency_sensitive": self.latency_sensitive,
         }
 
 

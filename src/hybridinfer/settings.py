@@ -64,25 +64,6 @@ class Settings(BaseSettings):
         60_000, gt=0, description="Requests per minute allowed to each API key."
     )
     inference_threads: int = Field(2, ge=1, description="Threads running in-process models.")
-    static_nodes: list[NodeRegistration] = Field(
-        default_factory=list,
-        description="Nodes known without registering, e.g. OpenAI-compatible upstreams "
-        "(protocol `openai`: llama.cpp's server, vLLM, a cloud API); probed for health.",
-    )
-    probe_interval_s: float = Field(
-        5.0, gt=0.0, description="Health probe period of OpenAI-protocol nodes (down on a miss)."
-    )
-    llm: Literal["auto", "on", "off"] = Field(
-        "auto",
-        description="`up` runs the local and cloud chat LLMs (llama.cpp servers); auto: when "
-        "the `llm` extra and its GGUF packages are installed.",
-    )
-    llm_local_max_input: int = Field(
-        1500, gt=0, description="Longest chat (characters) the local LLM takes; longer: cloud."
-    )
-    llm_threads: int = Field(1, ge=1, description="CPU threads of each LLM server.")
-    llm_context_tokens: int = Field(2048, ge=256, description="Context window of each LLM.")
-    log_level: Literal["debug", "info", "warning", "error"] = "info"
     session_cache_bytes: int = Field(
         1 << 30,
         gt=0,
@@ -113,6 +94,25 @@ class Settings(BaseSettings):
         "per start.",
     )
     keep_model_versions: int = Field(3, ge=1, description="Versions kept per model in the store.")
+    static_nodes: list[NodeRegistration] = Field(
+        default_factory=list,
+        description="Nodes known without registering, e.g. OpenAI-compatible upstreams "
+        "(protocol `openai`: llama.cpp's server, vLLM, a cloud API); probed for health.",
+    )
+    probe_interval_s: float = Field(
+        5.0, gt=0.0, description="Health probe period of OpenAI-protocol nodes (down on a miss)."
+    )
+    llm: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="`up` runs the local and cloud chat LLMs (llama.cpp servers); auto: when "
+        "the `llm` extra and its GGUF packages are installed.",
+    )
+    llm_local_max_input: int = Field(
+        1500, gt=0, description="Longest chat (characters) the local LLM takes; longer: cloud."
+    )
+    llm_threads: int = Field(1, ge=1, description="CPU threads of each LLM server.")
+    llm_context_tokens: int = Field(2048, ge=256, description="Context window of each LLM.")
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
 
     @property
     def resolved_models_dir(self) -> Path:
@@ -187,7 +187,6 @@ class NodeSettings(BaseSettings):
     cost_per_call: float = Field(0.0, ge=0.0, description="Price of one call, for routing.")
     heartbeat_interval_s: float = Field(10.0, gt=0.0, description="Heartbeat period.")
     threads: int = Field(2, ge=1, description="Threads running inference.")
-
     max_batch_size: int = Field(
         64,
         ge=1,
@@ -219,6 +218,7 @@ class NodeSettings(BaseSettings):
     preload: int = Field(
         4, ge=0, description="Models to load at start, most requested first (history file)."
     )
+
     @property
     def url(self) -> str:
         return (self.advertise_url or f"http://{self.host}:{self.port}").rstrip("/")

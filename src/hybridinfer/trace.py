@@ -100,9 +100,7 @@ class Trace:
     def rounded_timings(self) -> dict[str, float]:
         """Stage timings in request-path order, then ``total``."""
         order = (*STAGES, "total")
-        return {
-            name: round(self.timings_ms[name], 3) for name in order if name in self.timings_ms
-        }
+        return {name: round(self.timings_ms[name], 3) for name in order if name in self.timings_ms}
 
     def describe(self) -> dict[str, Any]:
         return {

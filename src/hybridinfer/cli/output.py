@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import sys
+import urllib.error
+import urllib.request
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -71,3 +74,25 @@ def build_models_with_progress(models_dir: Path, force: bool = False) -> list[di
         if bar is not None:
             bar.__exit__(None, None, None)
     return [card.to_dict() if hasattr(card, "to_dict") else dict(card) for card in cards]
+
+
+def call_gateway(
+    url: str,
+    key: str | None,
+    path: str,
+    body: bytes | None = None,
+    content_type: str = "application/json",
+) -> Any:
+    """One admin API call; its error envelope becomes a one-line CLI error."""
+    if not key:
+        raise click.ClickException("an API key is needed: --key or HYBRIDINFER_API_KEY")
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": content_type}
+    request = urllib.request.Request(f"{url.rstrip('/')}{path}", data=body, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        payload = json.loads(exc.read() or b"{}")
+        raise click.ClickException(payload.get("error", {}).get("message", str(exc))) from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise click.ClickException(f"cannot reach {url}: {exc}") from None

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
 from typing import Any
 
 import click
+
+from hybridinfer.cli.output import call_gateway
 
 
 def _ms(value: float | None) -> str:
@@ -78,17 +77,5 @@ def _decision_line(decision: dict[str, Any]) -> str:
 @click.option("--key", envvar="HYBRIDINFER_API_KEY", help="API key (or HYBRIDINFER_API_KEY).")
 def trace(request_id: str, url: str, key: str | None) -> None:
     """Print the trace of one request as a tree."""
-    if not key:
-        raise click.ClickException("an API key is needed: --key or HYBRIDINFER_API_KEY")
-    request = urllib.request.Request(
-        f"{url.rstrip('/')}/v1/traces/{request_id}", headers={"Authorization": f"Bearer {key}"}
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            body = json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        message = json.loads(exc.read() or b"{}").get("error", {}).get("message", str(exc))
-        raise click.ClickException(message) from None
-    except (urllib.error.URLError, OSError) as exc:
-        raise click.ClickException(f"cannot reach {url}: {exc}") from None
+    body = call_gateway(url, key, f"/v1/traces/{request_id}")
     click.echo("\n".join(render_trace(body)))

@@ -78,6 +78,7 @@ class Decomposer:
                 size=size,
                 complexity=step.complexity,
                 soft=step.soft,
+                latency_sensitive=step.latency_sensitive,
             )
             for step in rule.subtasks
         ]

@@ -46,6 +46,7 @@ class SubtaskRule(_Strict):
     privacy: Privacy | None = None
     complexity: float = Field(default=0.5, ge=0.0, le=1.0)
     soft: bool = False
+    latency_sensitive: bool = False
 
     @field_validator("inputs")
     @classmethod
@@ -63,10 +64,10 @@ class TaskRule(_Strict):
     inputs: dict[str, InputSpec]
     subtasks: list[SubtaskRule] = Field(min_length=1)
     outputs: dict[str, str]
-
     timeout_ms: int | None = Field(
         default=None, gt=0, description="Deadline ceiling for this task (default: the gateway's)."
     )
+
     @model_validator(mode="after")
     def _dag(self) -> TaskRule:
         seen: set[str] = set()

@@ -20,8 +20,9 @@ from hybridinfer.gateway.middleware import (
     RateLimitMiddleware,
     RequestIdMiddleware,
 )
-from hybridinfer.gateway.responses import error_response
 from hybridinfer.gateway.openai import OPENAI_ROUTES
+from hybridinfer.gateway.policies import POLICY_ROUTES
+from hybridinfer.gateway.responses import error_response
 from hybridinfer.gateway.routes import ROUTES
 
 
@@ -60,7 +61,7 @@ def create_app(
             await plane.stop()
 
     app = Starlette(
-        routes=[*ROUTES, *artifact_routes(plane), *OPENAI_ROUTES],
+        routes=[*ROUTES, *POLICY_ROUTES, *OPENAI_ROUTES, *artifact_routes(plane)],
         middleware=[
             Middleware(RequestIdMiddleware),
             Middleware(ErrorMiddleware),

@@ -44,8 +44,8 @@ def valid_request_id(value: str | None) -> bool:
     return value is not None and _REQUEST_ID.match(value) is not None
 
 
-async def read_json(request: Request, max_bytes: int) -> dict[str, Any]:
-    """The body as a JSON object: 413 past ``max_bytes``, 400 if not JSON, 422 if not an object."""
+async def read_body(request: Request, max_bytes: int) -> bytes:
+    """The raw body; 413 as soon as it grows past ``max_bytes``."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > max_bytes:
         raise PayloadTooLarge(f"body is larger than {max_bytes} bytes")
@@ -56,8 +56,22 @@ async def read_json(request: Request, max_bytes: int) -> dict[str, Any]:
         if size > max_bytes:
             raise PayloadTooLarge(f"body is larger than {max_bytes} bytes")
         chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def read_text(request: Request, max_bytes: int) -> str:
+    """The body as UTF-8 text; 400 if it is not."""
     try:
-        body = orjson.loads(b"".join(chunks))
+        return (await read_body(request, max_bytes)).decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidJSON("body is not valid UTF-8", code="invalid_encoding") from None
+
+
+async def read_json(request: Request, max_bytes: int) -> dict[str, Any]:
+    """The body as a JSON object: 413 past ``max_bytes``, 400 if not JSON, 422 if not an object."""
+    raw = await read_body(request, max_bytes)
+    try:
+        body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise InvalidJSON(f"body is not valid JSON: {exc.msg}") from None
     if not isinstance(body, dict):

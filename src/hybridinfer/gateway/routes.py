@@ -40,7 +40,7 @@ def requires(scope: str) -> Callable[[Endpoint], Endpoint]:
     return wrap
 
 
-def _plane(request: Request) -> ControlPlane:
+def plane_of(request: Request) -> ControlPlane:
     plane: ControlPlane = request.app.state.control_plane
     return plane
 
@@ -50,7 +50,7 @@ async def healthz(request: Request) -> Response:
 
 
 async def readyz(request: Request) -> Response:
-    plane = _plane(request)
+    plane = plane_of(request)
     if not await plane.store.ping():
         raise NoCapacity("the store is unreachable", code="not_ready")
     if not plane.registry.any_ready():
@@ -60,7 +60,7 @@ async def readyz(request: Request) -> Response:
 
 @requires("infer")
 async def infer(request: Request) -> Response:
-    plane = _plane(request)
+    plane = plane_of(request)
     state = request.state
     trace = Trace(request_id=state.request_id, started=state.started, key_id=state.principal.key_id)
     body = parse_body(InferRequest, await read_json(request, plane.settings.max_body_bytes))
@@ -70,7 +70,7 @@ async def infer(request: Request) -> Response:
 @requires("infer")
 async def get_trace(request: Request) -> Response:
     principal: Principal = request.state.principal
-    trace = await _plane(request).traces.get(request.path_params["request_id"])
+    trace = await plane_of(request).traces.get(request.path_params["request_id"])
     if trace is None or not (principal.allows("admin") or trace.get("key_id") == principal.key_id):
         raise NotFound("no trace with this request id", code="unknown_trace")
     return JSON(trace)
@@ -82,18 +82,18 @@ async def list_traces(request: Request) -> Response:
     if not limit_text.isdigit() or not 1 <= int(limit_text) <= 1000:
         raise InvalidInput("limit must be a whole number from 1 to 1000")
     status = request.query_params.get("status")
-    traces = await _plane(request).traces.recent(int(limit_text), status)
+    traces = await plane_of(request).traces.recent(int(limit_text), status)
     return JSON({"traces": traces})
 
 
 @requires("admin")
 async def list_nodes(request: Request) -> Response:
-    return JSON({"nodes": [node.describe() for node in _plane(request).registry.nodes()]})
+    return JSON({"nodes": [node.describe() for node in plane_of(request).registry.nodes()]})
 
 
 @requires("node")
 async def register_node(request: Request) -> Response:
-    plane = _plane(request)
+    plane = plane_of(request)
     registration = parse_body(
         NodeRegistration, await read_json(request, plane.settings.max_body_bytes)
     )
@@ -116,7 +116,7 @@ async def register_node(request: Request) -> Response:
 
 @requires("node")
 async def heartbeat(request: Request) -> Response:
-    plane = _plane(request)
+    plane = plane_of(request)
     beat = parse_body(Heartbeat, await read_json(request, plane.settings.max_body_bytes))
     node = plane.registry.heartbeat(
         request.path_params["node_id"],
