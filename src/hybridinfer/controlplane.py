@@ -63,7 +63,7 @@ class ControlPlane:
         self.backends[TFServingBackend.protocol] = TFServingBackend()
         self.openai = OpenAIBackend()
         self.backends[OpenAIBackend.protocol] = self.openai
-        self.prober = NodeProber(self.registry, self.openai, settings.probe_interval_s)
+        self.prober = NodeProber(self.registry, self.backends, settings.probe_interval_s)
         self.executor = Executor(
             self.backends, self.signals, self.ledger, lambda: self.policies.current().policy.budget
         )

@@ -1,7 +1,9 @@
-"""Health probes of nodes that send no heartbeats (OpenAI-compatible upstreams).
+"""Health and RTT probes of every remote node, in parallel, every ``interval_s``.
 
-A probe that answers counts as a heartbeat (the node is ready, its RTT measured); one that
-fails marks the node down at once, so the router stops sending it traffic until it answers.
+A probe that answers counts as a heartbeat (the node is ready) and measures the round trip;
+one that fails marks the node down at once, so the router stops sending it traffic until it
+answers again. The RTT estimate attacks fast and decays slowly: one slow probe is enough to
+see a degraded link, while recovery is trusted only as the probes keep answering fast.
 """
 
 from __future__ import annotations
@@ -9,47 +11,63 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
+from collections.abc import Mapping
 
-from hybridinfer.backends.openai import OpenAIBackend
+from hybridinfer.backends.base import Backend
 from hybridinfer.registry import NodeRegistry
-from hybridinfer.topology import NodeStatus
+from hybridinfer.topology import Node, NodeStatus
 
 log = logging.getLogger(__name__)
 
+RTT_DECAY = 0.5
+"""Weight of the previous estimate when a probe comes back faster than it."""
+
+
+def update_rtt(previous_ms: float, sample_ms: float) -> float:
+    """Fast attack (take a worse sample at once), slow decay (EWMA towards a better one)."""
+    if sample_ms >= previous_ms or previous_ms == 0.0:
+        return sample_ms
+    return RTT_DECAY * previous_ms + (1 - RTT_DECAY) * sample_ms
+
 
 class NodeProber:
-    """Probes every ``openai``-protocol node of the registry every ``interval_s``."""
+    """Probes each node through the backend of its protocol (in-process nodes excluded)."""
 
-    def __init__(self, registry: NodeRegistry, backend: OpenAIBackend, interval_s: float) -> None:
+    def __init__(
+        self, registry: NodeRegistry, backends: Mapping[str, Backend], interval_s: float
+    ) -> None:
         self._registry = registry
-        self._backend = backend
+        self._backends = backends
         self._interval_s = interval_s
         self._task: asyncio.Task[None] | None = None
 
     async def probe_all(self) -> None:
         """One round of probes, in parallel."""
-        nodes = [n for n in self._registry.nodes() if n.protocol == OpenAIBackend.protocol]
-        timeout_s = max(1.0, min(2.0, self._interval_s))
+        nodes = [n for n in self._registry.nodes() if n.protocol in self._backends]
+        await asyncio.gather(*(self._probe(node) for node in nodes if node.protocol != "onnx"))
 
-        async def probe(node_id: str) -> None:
-            node = self._registry.get(node_id)
-            # No RTT from this probe: llama.cpp's server answers it only between generations,
-            # so its time measures the server's queue, not the network.
-            if await self._backend.probe(node, timeout_s):
-                self._registry.heartbeat(node.id, node.load, node.in_flight)
-            elif node.status is not NodeStatus.DOWN:
-                log.warning("node %s stopped answering its health probe; marked down", node.id)
-                node.status = NodeStatus.DOWN
-
-        await asyncio.gather(*(probe(node.id) for node in nodes))
+    async def _probe(self, node: Node) -> None:
+        backend = self._backends[node.protocol]
+        started = time.perf_counter()
+        alive = await backend.probe(node, min(2.0, max(self._interval_s, 0.5)))
+        if alive:
+            node.rtt_ms = update_rtt(node.rtt_ms, (time.perf_counter() - started) * 1000.0)
+            self._registry.mark_alive(node.id)
+        elif node.status is not NodeStatus.DOWN:
+            log.warning("node %s stopped answering its health probe; marked down", node.id)
+            node.status = NodeStatus.DOWN
 
     def start(self) -> None:
         """Probe in the background until ``stop``."""
-        self._task = asyncio.create_task(self._run())
+        self._task = asyncio.create_task(self._run(), name="node-prober")
 
     async def _run(self) -> None:
         while True:
-            await self.probe_all()
+            try:
+                await self.probe_all()
+            except Exception:  # a probe round must never kill the loop
+                log.exception("probe round failed")
             await asyncio.sleep(self._interval_s)
 
     async def stop(self) -> None:

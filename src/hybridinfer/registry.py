@@ -44,6 +44,12 @@ class NodeRegistry:
             raise NotFound(f"unknown node {node_id!r}", code="unknown_node")
         return node
 
+    def mark_alive(self, node_id: str) -> None:
+        """A probe answered: the node is ready, its reported load stays as it was."""
+        node = self.get(node_id)
+        node.last_heartbeat = self._clock()
+        node.status = NodeStatus.READY
+
     def heartbeat(
         self,
         node_id: str,

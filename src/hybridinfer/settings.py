@@ -100,7 +100,7 @@ class Settings(BaseSettings):
         "(protocol `openai`: llama.cpp's server, vLLM, a cloud API); probed for health.",
     )
     probe_interval_s: float = Field(
-        5.0, gt=0.0, description="Health probe period of OpenAI-protocol nodes (down on a miss)."
+        1.0, gt=0.0, description="Health and RTT probe period of remote nodes (down on a miss)."
     )
     llm: Literal["auto", "on", "off"] = Field(
         "auto",

@@ -25,6 +25,10 @@ class Backend(ABC):
     ) -> dict[str, Any]:
         """The outputs (for classifiers: ``label``, ``confidence``, ``scores``)."""
 
+    async def probe(self, node: Node, timeout_s: float) -> bool:
+        """Whether ``node`` answers its health check (remote backends override this)."""
+        return True
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook; most backends hold nothing
         """Release connections and threads."""
 

@@ -86,6 +86,17 @@ class V2Backend(Backend):
             raise UpstreamError(f"{model}: V2 response is not an object")
         return payload
 
+    async def probe(self, node: Node, timeout_s: float) -> bool:
+        """``GET /v2/health/ready`` answers 200 within ``timeout_s``."""
+        try:
+            async with self._client().get(
+                f"{node.url}/v2/health/ready", timeout=aiohttp.ClientTimeout(total=timeout_s)
+            ) as response:
+                await response.read()
+                return response.status == 200
+        except (TimeoutError, aiohttp.ClientError, OSError):
+            return False
+
     async def aclose(self) -> None:
         if self._session is not None:
             await self._session.close()
