@@ -122,7 +122,8 @@ async def serve_node(settings: NodeSettings) -> None:
     history = RequestHistory(settings.cache_dir / "history.json")
     repository.history = history
     repository.preload(history.most_requested(settings.preload))
-    app = create_node_app(repository, _background(settings, repository, history))
+    token = settings.token.get_secret_value() if settings.token else None
+    app = create_node_app(repository, _background(settings, repository, history), token)
     server = uvicorn.Server(
         uvicorn.Config(
             app, host=settings.host, port=settings.port, log_level="warning", access_log=False

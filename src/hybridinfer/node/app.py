@@ -16,6 +16,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -24,6 +25,7 @@ from hybridinfer import __version__
 from hybridinfer.binarytensor import HEADER, from_binary, split_body, to_binary
 from hybridinfer.errors import HybridInferError, InvalidInput, InvalidJSON
 from hybridinfer.gateway.responses import JSON
+from hybridinfer.node.faults import FaultInjector
 from hybridinfer.node.repository import ModelRepository
 from hybridinfer.tensors import datatype_of, to_array, to_tensor
 
@@ -204,8 +206,12 @@ async def _errors(request: Request, exc: Exception) -> Response:
 def create_node_app(
     repository: ModelRepository,
     background: Callable[[], AbstractAsyncContextManager[None]] | None = None,
+    admin_token: str | None = None,
 ) -> Starlette:
-    """The V2 server; ``background`` (registration, heartbeats) runs for the app's lifetime."""
+    """The V2 server; ``background`` (registration, heartbeats) runs for the app's lifetime.
+
+    With ``admin_token`` (the node token), ``/admin/faults`` accepts fault-injection drills.
+    """
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -233,6 +239,7 @@ def create_node_app(
     ]
     app = Starlette(
         routes=routes,
+        middleware=[Middleware(FaultInjector, token=admin_token)],
         exception_handlers={HybridInferError: _errors, HTTPException: _errors, Exception: _errors},
         lifespan=lifespan,
     )
