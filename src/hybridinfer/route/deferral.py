@@ -104,19 +104,22 @@ def strong_share_at_quality(curve: DeferralCurve, fraction: float = 0.95) -> flo
     return float(np.interp(fraction * curve.strong_quality, curve.quality, curve.strong_share))
 
 
-def summarize(curve: DeferralCurve) -> dict[str, float]:
-    """The standard numbers of one curve: ``apgr``, ``cpt50``, ``cpt80``, ``strong_share_at_95``."""
-    return {
-        "apgr": round(apgr(curve), 4),
-        "cpt50": round(cpt(curve, 0.5), 4),
-        "cpt80": round(cpt(curve, 0.8), 4),
-        "strong_share_at_95": round(strong_share_at_quality(curve, 0.95), 4),
-    }
+def summarize(curve: DeferralCurve) -> dict[str, float | None]:
+    """The standard numbers of one curve: ``apgr``, ``cpt50``, ``cpt80``, ``strong_share_at_95``.
+
+    All are ``None`` when both models are equally good: there is no gap to recover.
+    """
+    keys = ("apgr", "cpt50", "cpt80", "strong_share_at_95")
+    if curve.strong_quality == curve.weak_quality:
+        return dict.fromkeys(keys, None)
+    values = (apgr(curve), cpt(curve, 0.5), cpt(curve, 0.8), strong_share_at_quality(curve))
+    return {key: round(value, 4) for key, value in zip(keys, values, strict=True)}
 
 
 def random_scores(count: int, seed: int = 0) -> FloatArray:
     """The random router: uniform scores, seeded so every report is reproducible."""
-    return np.random.default_rng(seed).random(count)
+    scores: FloatArray = np.random.default_rng(seed).random(count)
+    return scores
 
 
 def length_scores(prompts: list[str]) -> FloatArray:
@@ -128,4 +131,7 @@ def oracle_scores(weak: npt.ArrayLike, strong: npt.ArrayLike) -> FloatArray:
     """A router that knows the outcomes: strong exactly where only the strong model is right."""
     weak_ok = np.asarray(weak, dtype=bool)
     strong_ok = np.asarray(strong, dtype=bool)
-    return (strong_ok & ~weak_ok).astype(np.float64) - (weak_ok & ~strong_ok).astype(np.float64)
+    gain = (strong_ok & ~weak_ok).astype(np.float64)
+    loss = (weak_ok & ~strong_ok).astype(np.float64)
+    scores: FloatArray = gain - loss
+    return scores

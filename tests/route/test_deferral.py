@@ -1,0 +1,89 @@
+"""Routing metrics on hand-made cases whose answers are worked out on paper."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hybridinfer.route.deferral import (
+    apgr,
+    cpt,
+    deferral_curve,
+    length_scores,
+    oracle_scores,
+    pgr,
+    random_scores,
+    strong_share_at_quality,
+    summarize,
+)
+
+# Ten prompts: the weak model gets the first six right, the strong model gets all ten.
+WEAK = np.array([True] * 6 + [False] * 4)
+STRONG = np.array([True] * 10)
+
+
+def test_perfect_router_curve() -> None:
+    # Scores 0 x6, 1 x4: quantile thresholds 0 (x6), 0.4, 1 (x4); the last takes ">".
+    curve = deferral_curve(oracle_scores(WEAK, STRONG), WEAK, STRONG)
+    assert curve.strong_share.tolist() == pytest.approx([0.0] + [0.4] * 4 + [1.0] * 6)
+    assert curve.quality.tolist() == pytest.approx([0.6] + [1.0] * 10)
+    # Area 0.4 * 0.8 + 0.6 * 1.0 = 0.92 between all-weak 0.6 and all-strong 1.0.
+    assert apgr(curve) == pytest.approx(0.8)
+    assert cpt(curve, 0.5) == pytest.approx(0.2)
+    assert cpt(curve, 0.8) == pytest.approx(0.32)
+    assert strong_share_at_quality(curve, 0.95) == pytest.approx(0.35)
+
+
+def test_inverted_router_sends_the_easy_prompts_first() -> None:
+    curve = deferral_curve(-oracle_scores(WEAK, STRONG), WEAK, STRONG)
+    # 60 % strong buys nothing (the weak model had those right), the last 40 % buys it all.
+    assert curve.strong_share.tolist() == pytest.approx([0.0] + [0.6] * 6 + [1.0] * 4)
+    assert apgr(curve) == pytest.approx(0.2)
+    assert cpt(curve, 0.5) == pytest.approx(0.8)
+
+
+def test_constant_scores_are_a_straight_line() -> None:
+    curve = deferral_curve(np.zeros(10), WEAK, STRONG)
+    assert apgr(curve) == pytest.approx(0.5)
+    assert cpt(curve, 0.5) == pytest.approx(0.5)
+    assert strong_share_at_quality(curve) == pytest.approx(0.875)
+
+
+def test_random_router_recovers_half_the_gap() -> None:
+    rng = np.random.default_rng(1)
+    weak = rng.random(20_000) < 0.68
+    strong = rng.random(20_000) < 0.81
+    summary = summarize(deferral_curve(random_scores(20_000), weak, strong))
+    assert summary["apgr"] == pytest.approx(0.5, abs=0.05)
+    assert summary["cpt50"] == pytest.approx(0.5, abs=0.05)
+
+
+def test_quality_out_of_reach_needs_every_strong_call() -> None:
+    weak = np.array([False, False, True, True])
+    strong = np.array([True, True, True, True])
+    curve = deferral_curve(np.zeros(4), weak, strong)
+    assert strong_share_at_quality(curve, 1.0) == pytest.approx(1.0)
+    assert strong_share_at_quality(curve, 2.0) == pytest.approx(1.0)
+
+
+def test_pgr_and_no_gap() -> None:
+    assert pgr(0.7, 0.6, 0.8) == pytest.approx(0.5)
+    same = np.array([True, False, True])
+    assert summarize(deferral_curve([1.0, 2.0, 3.0], same, same)) == {
+        "apgr": None,
+        "cpt50": None,
+        "cpt80": None,
+        "strong_share_at_95": None,
+    }
+
+
+def test_baseline_scores() -> None:
+    assert length_scores(["a", "abc", ""]).tolist() == [1.0, 3.0, 0.0]
+    assert np.array_equal(random_scores(5), random_scores(5))
+
+
+def test_mismatched_inputs_are_rejected() -> None:
+    with pytest.raises(ValueError, match="same length"):
+        deferral_curve([1.0, 2.0], [True], [False])
+    with pytest.raises(ValueError, match="at least one"):
+        deferral_curve([], [], [])
