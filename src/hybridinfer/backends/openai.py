@@ -9,12 +9,14 @@ server-sent events. Every aiohttp, HTTP and JSON failure becomes a ``hybridinfer
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import aiohttp
 import orjson
+from yarl import URL
 
 from hybridinfer.backends.base import Backend
 from hybridinfer.errors import (
@@ -158,19 +160,25 @@ class OpenAIBackend(Backend):
         raise UpstreamError(f"{model}: the stream ended without [DONE]", code="stream_interrupted")
 
     async def probe(self, node: Node, timeout_s: float = 2.0) -> bool:
-        """Whether the node's process is alive: it answers ``GET /v1/models`` with 200, or it
-        accepted the connection but is too busy to answer in time (llama.cpp's server answers
-        one request at a time). Refused, reset or an HTTP error: not alive."""
-        try:
-            async with self._client().get(
-                f"{node.url}/v1/models", timeout=aiohttp.ClientTimeout(total=timeout_s)
-            ) as response:
-                await response.read()
-                return response.status == 200
-        except TimeoutError:
-            return True
-        except (aiohttp.ClientError, OSError):
+        """Whether the node accepts a TCP connection (refused, unreachable or timed out: not).
+
+        Not ``GET /v1/models``: llama.cpp's server answers one request at a time, so an HTTP
+        probe waits behind a generation and its time would measure the queue, not the network
+        (the prober reads this call's duration as RTT). The kernel accepts connections even
+        while the server is busy, so a connect is both a liveness check and a true RTT.
+        """
+        url = URL(node.url)
+        if url.host is None:
             return False
+        try:
+            async with asyncio.timeout(timeout_s):
+                _, writer = await asyncio.open_connection(url.host, url.port)
+        except (TimeoutError, OSError):
+            return False
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+        return True
 
     async def _embed(
         self, node: Node, deployment: Deployment, inputs: Mapping[str, Any], timeout_s: float
