@@ -11,6 +11,7 @@ from hybridinfer.backends.onnx import OnnxBackend
 from hybridinfer.backends.openai import OpenAIBackend
 from hybridinfer.backends.tfserving import TFServingBackend
 from hybridinfer.backends.v2 import V2Backend
+from hybridinfer.cache import open_cache
 from hybridinfer.catalog import deployment_info, find_model
 from hybridinfer.decompose.decomposer import Decomposer
 from hybridinfer.decompose.rules import default_rules_path, load_rules
@@ -22,16 +23,22 @@ from hybridinfer.objectstore import open_store
 from hybridinfer.pipeline import Pipeline
 from hybridinfer.policycenter import PolicyCenter
 from hybridinfer.prober import NodeProber
+from hybridinfer.queue import open_queue
 from hybridinfer.ratelimit import RateLimiter
 from hybridinfer.registry import NodeRegistry, deployment_from_info, node_from_registration
-from hybridinfer.route.budget import MemoryLedger
+from hybridinfer.replicas import ReplicaSync
+from hybridinfer.route.budget import Ledger, MemoryLedger
 from hybridinfer.route.policy import default_policy_path
 from hybridinfer.route.router import Router
+from hybridinfer.route.sharedledger import CacheLedger
 from hybridinfer.route.signals import Signals
 from hybridinfer.settings import Settings
 from hybridinfer.store.sql import SqlStore
+from hybridinfer.store.tasks import TaskStore
 from hybridinfer.store.tracesink import TraceSink
+from hybridinfer.tasks import TaskService
 from hybridinfer.topology import Node, Tier, Zone
+from hybridinfer.worker import RetryPolicy, TaskWorker
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +58,17 @@ class ControlPlane:
         self.policies = PolicyCenter(
             self.store, self.registry, settings.policy_file or default_policy_path()
         )
-        self.ledger = MemoryLedger()
+        self.cache = open_cache(settings)
+        # One process counts spend in memory; replicas share the counters in the cache.
+        self.ledger: Ledger = (
+            MemoryLedger() if settings.cache == "memory" else CacheLedger(self.cache)
+        )
         self.decomposer = Decomposer(load_rules(settings.rules_file or default_rules_path()))
         self.router = Router(self.registry, self.signals, self.policies.current, self.ledger)
         self.traces = TraceSink(self.store)
-        self.rate_limiter = RateLimiter(settings.rate_limit_per_minute)
+        self.rate_limiter = RateLimiter(
+            settings.rate_limit_per_minute, self.cache, settings.rate_limit_mode
+        )
         self.objects = open_store(settings)
         self.models = ModelStore(self.objects, settings.keep_model_versions)
         self.local_node, local_backend = self._load_local_tier()
@@ -74,6 +87,27 @@ class ControlPlane:
             self.traces,
             settings.request_timeout_ms,
             streamer=StreamExecutor(self.backends, self.signals),
+        )
+        self._build_state_layer()
+
+    def _build_state_layer(self) -> None:
+        """Async tasks (queue, task rows, workers) and the sync between replicas."""
+        settings = self.settings
+        self.queue = open_queue(settings)
+        task_store = TaskStore(self.store)
+        self.tasks = TaskService(task_store, self.queue, self.decomposer)
+        retry = RetryPolicy(
+            settings.task_max_attempts, settings.task_retry_base_s, settings.task_retry_max_s
+        )
+        self.worker = TaskWorker(
+            self.queue, task_store, self.pipeline, settings.task_workers, retry
+        )
+        self.replicas = ReplicaSync(
+            self.store,
+            self.registry,
+            self.ledger,
+            lambda: self.policies.current().policy.budget,
+            settings.node_sync_interval_s,
         )
 
     def _load_local_tier(self) -> tuple[Node, OnnxBackend]:
@@ -115,13 +149,21 @@ class ControlPlane:
         elif not await self.store.has_admin_key():
             generated = await self.keys.create("bootstrap", {"admin"}, generate_key())
         self.traces.start()
+        await self.queue.connect()
+        self.worker.start()
+        if not self.store.url.startswith("sqlite"):  # a shared store: other replicas exist
+            self.replicas.start()
         return generated
 
     async def stop(self) -> None:
+        await self.replicas.stop()
+        await self.worker.stop()
+        await self.queue.close()
         await self.prober.stop()
         await self.policies.stop()
         await self.traces.stop()
         for backend in self.backends.values():
             await backend.aclose()
         await self.objects.aclose()
+        await self.cache.aclose()
         await self.store.close()

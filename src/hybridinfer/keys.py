@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 
 from hybridinfer.errors import Unauthorized
-from hybridinfer.store.sql import SqlStore
+from hybridinfer.store.sql import SqlStore, StoreUnavailable
 
 SCOPES = frozenset({"infer", "admin", "node"})
 _SCRYPT = {"n": 2**14, "r": 8, "p": 1}
@@ -93,7 +93,12 @@ class KeyRing:
         now = time.monotonic()
         if cached is not None and cached[1] > now:
             return cached[0]
-        principal = await self._lookup(presented)
+        try:
+            principal = await self._lookup(presented)
+        except StoreUnavailable:
+            if cached is None:
+                raise
+            return cached[0]  # the store is away: a key verified before keeps working
         if len(self._cache) > 10_000:
             self._cache.clear()
         self._cache[digest] = (principal, now + self._ttl)

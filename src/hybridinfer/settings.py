@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import (
@@ -113,6 +114,54 @@ class Settings(BaseSettings):
     llm_threads: int = Field(1, ge=1, description="CPU threads of each LLM server.")
     llm_context_tokens: int = Field(2048, ge=256, description="Context window of each LLM.")
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    store_url_file: Path | None = Field(
+        None, description="File holding the store URL (a mounted secret); beats store_url."
+    )
+    cache: Literal["memory", "redis"] = Field(
+        "memory", description="Rate-limit and spend counters: in process, or shared in Redis."
+    )
+    redis_url: str | None = Field(
+        None, description="Redis URL (`redis://[:password@]host:port/db`); env or file only."
+    )
+    redis_url_file: Path | None = Field(None, description="File holding the Redis URL.")
+    cache_prefix: str = Field(
+        "hybridinfer:", description="Prefix of every cache key (several deployments, one Redis)."
+    )
+    rate_limit_mode: Literal["fail-open", "fail-closed"] = Field(
+        "fail-open",
+        description="When the cache is unreachable: let requests through (fail-open, counted "
+        "in hybridinfer_ratelimit_cache_errors_total) or refuse them with 503 (fail-closed).",
+    )
+    queue: Literal["memory", "nats"] = Field(
+        "memory", description="Async task queue: in process, or NATS JetStream (shared)."
+    )
+    nats_url: str | None = Field(
+        None, description="NATS URL (`nats://[user:password@]host:4222`); env or file only."
+    )
+    nats_url_file: Path | None = Field(None, description="File holding the NATS URL.")
+    queue_stream: str = Field(
+        "HYBRIDINFER_TASKS",
+        pattern=r"^[A-Za-z0-9_-]{1,64}$",
+        description="JetStream stream of the tasks (subjects `<stream lower>.work|.dead`).",
+    )
+    task_workers: int = Field(
+        4, ge=0, description="Async tasks this replica runs at once (0: submit only)."
+    )
+    task_max_attempts: int = Field(
+        5, ge=1, description="Deliveries of a failing task before it is dead-lettered."
+    )
+    task_ack_wait_s: float = Field(
+        30.0, gt=0.0, description="A task not settled this long (its replica died) runs again."
+    )
+    task_retry_base_s: float = Field(
+        0.5, gt=0.0, description="First retry delay of a failed task; doubles, with jitter."
+    )
+    task_retry_max_s: float = Field(30.0, gt=0.0, description="Longest retry delay.")
+    node_sync_interval_s: float = Field(
+        2.0,
+        gt=0.0,
+        description="How often a replica adopts node registrations other replicas stored.",
+    )
 
     @property
     def resolved_models_dir(self) -> Path:
@@ -120,7 +169,24 @@ class Settings(BaseSettings):
 
     @property
     def resolved_store_url(self) -> str:
-        return self.store_url or f"sqlite+aiosqlite:///{self.data_dir / 'hybridinfer.db'}"
+        from_file = secret_from_file(self.store_url_file)
+        return (
+            from_file or self.store_url or f"sqlite+aiosqlite:///{self.data_dir / 'hybridinfer.db'}"
+        )
+
+    @property
+    def resolved_redis_url(self) -> str:
+        url = secret_from_file(self.redis_url_file) or self.redis_url
+        if not url:
+            raise ConfigError("cache: redis needs redis_url (HYBRIDINFER_REDIS_URL or _FILE)")
+        return url
+
+    @property
+    def resolved_nats_url(self) -> str:
+        url = secret_from_file(self.nats_url_file) or self.nats_url
+        if not url:
+            raise ConfigError("queue: nats needs nats_url (HYBRIDINFER_NATS_URL or _FILE)")
+        return url
 
     @property
     def resolved_cloud_port(self) -> int:
@@ -147,15 +213,10 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
             text = config_file.read_text(encoding="utf-8")
         except OSError as exc:
             raise ConfigError(f"cannot read config {config_file}: {exc.strerror}") from None
-        data, _ = load_with_lines(text, str(config_file))
+        data, lines = load_with_lines(text, str(config_file))
         if not isinstance(data, dict):
             raise ConfigError(f"{config_file}:1: the config must be a mapping")
-        for secret in ("bootstrap_key", "node_token", "object_signing_key"):
-            if secret in data:
-                raise ConfigError(
-                    f"{config_file}: {secret} must come from the environment "
-                    f"(HYBRIDINFER_{secret.upper()}), not the config file"
-                )
+        refuse_secrets_in_file(data, lines, str(config_file))
         parse_document(Settings, text, str(config_file))  # line-numbered errors
         file_values = data
     explicit = {key: value for key, value in overrides.items() if value is not None}
@@ -164,7 +225,56 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
     except ValidationError as exc:
         raise ConfigError(str(exc)) from None
     merged = {**file_values, **env_only.model_dump(exclude_unset=True)}
-    return Settings.model_validate({**merged, **explicit})
+    settings = Settings.model_validate({**merged, **explicit})
+    check_connections(settings)
+    return settings
+
+
+SECRETS = ("bootstrap_key", "node_token", "object_signing_key")
+DSNS = ("store_url", "redis_url", "nats_url")
+
+
+def refuse_secrets_in_file(data: dict[str, Any], lines: dict[Any, int], source: str) -> None:
+    """Secrets, and connection URLs that carry a password, never sit in the file in clear."""
+    for name in SECRETS:
+        if name in data:
+            raise ConfigError(
+                f"{source}:{lines.get((name,), 1)}: {name} must come from the environment "
+                f"(HYBRIDINFER_{name.upper()}) or a secret file, not the config file"
+            )
+    for name in DSNS:
+        value = data.get(name)
+        if isinstance(value, str) and _has_password(value):
+            raise ConfigError(
+                f"{source}:{lines.get((name,), 1)}: {name} carries a password; give it in "
+                f"HYBRIDINFER_{name.upper()} or {name}_file (a mounted secret) instead"
+            )
+
+
+def _has_password(url: str) -> bool:
+    try:
+        return urlsplit(url).password is not None
+    except ValueError:
+        return False
+
+
+def secret_from_file(path: Path | None) -> str | None:
+    """The stripped content of a secret file, or None without one; ConfigError if unreadable."""
+    if path is None:
+        return None
+    try:
+        return path.read_text(encoding="utf-8").strip() or None
+    except OSError as exc:
+        raise ConfigError(f"cannot read secret file {path}: {exc.strerror}") from None
+
+
+def check_connections(settings: Settings) -> None:
+    """At start: every backend the settings choose has what it needs to connect."""
+    settings.resolved_store_url  # noqa: B018 - reads the secret file, if any
+    if settings.cache == "redis":
+        settings.resolved_redis_url  # noqa: B018
+    if settings.queue == "nats":
+        settings.resolved_nats_url  # noqa: B018
 
 
 class NodeSettings(BaseSettings):

@@ -179,12 +179,12 @@ async def test_budget_allows_exactly_what_fits_under_concurrency() -> None:
 
     async def one_call() -> bool:
         await asyncio.sleep(0)
-        return ledger.reserve("k", 0.0002, policy)
+        return await ledger.reserve("k", 0.0002, policy)
 
     granted = await asyncio.gather(*(one_call() for _ in range(50)))
     assert sum(granted) == 10
-    ledger.refund("k", 0.0002, policy)
-    assert ledger.reserve("k", 0.0002, policy)
+    await ledger.refund("k", 0.0002, policy)
+    assert await ledger.reserve("k", 0.0002, policy)
 
 
 def test_spent_budget_routes_free_or_refuses() -> None:

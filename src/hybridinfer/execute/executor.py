@@ -12,8 +12,8 @@ from typing import Any
 from hybridinfer.backends.base import Backend
 from hybridinfer.decision import Candidate, Decision
 from hybridinfer.decompose.rules import split_reference
-from hybridinfer.execute.admission import PriorityLimiter
 from hybridinfer.errors import DeadlineExceeded, HybridInferError, UpstreamError
+from hybridinfer.execute.admission import PriorityLimiter
 from hybridinfer.plan import Plan, Subtask
 from hybridinfer.route.budget import Ledger, MemoryLedger
 from hybridinfer.route.policy import BudgetPolicy
@@ -235,11 +235,11 @@ class Executor:
         """Reserve the call's cost first (atomic), give it back if the call fails."""
         cost = candidate.deployment.cost_per_call
         policy = self._budget()
-        if cost > 0.0 and not self._ledger.reserve(key_id, cost, policy):
+        if cost > 0.0 and not await self._ledger.reserve(key_id, cost, policy):
             raise BudgetExhausted("the cloud budget for this period is spent", retry_after_s=60.0)
         try:
             return await backend.infer(candidate.node, candidate.deployment, inputs, timeout_s)
         except HybridInferError:
             if cost > 0.0:
-                self._ledger.refund(key_id, cost, policy)
+                await self._ledger.refund(key_id, cost, policy)
             raise

@@ -14,6 +14,7 @@ from starlette.responses import Response
 from hybridinfer.controlplane import ControlPlane
 from hybridinfer.errors import HybridInferError, NotFound
 from hybridinfer.gateway.artifacts import artifact_routes
+from hybridinfer.gateway.metrics import METRICS_ROUTES
 from hybridinfer.gateway.middleware import (
     AuthMiddleware,
     ErrorMiddleware,
@@ -24,6 +25,7 @@ from hybridinfer.gateway.openai import OPENAI_ROUTES
 from hybridinfer.gateway.policies import POLICY_ROUTES
 from hybridinfer.gateway.responses import error_response
 from hybridinfer.gateway.routes import ROUTES
+from hybridinfer.gateway.tasks import TASK_ROUTES
 
 
 class MethodNotAllowed(HybridInferError):
@@ -61,7 +63,14 @@ def create_app(
             await plane.stop()
 
     app = Starlette(
-        routes=[*ROUTES, *POLICY_ROUTES, *OPENAI_ROUTES, *artifact_routes(plane)],
+        routes=[
+            *ROUTES,
+            *TASK_ROUTES,
+            *METRICS_ROUTES,
+            *POLICY_ROUTES,
+            *OPENAI_ROUTES,
+            *artifact_routes(plane),
+        ],
         middleware=[
             Middleware(RequestIdMiddleware),
             Middleware(ErrorMiddleware),

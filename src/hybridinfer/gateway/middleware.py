@@ -118,7 +118,7 @@ class RateLimitMiddleware:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         principal = scope.get("state", {}).get("principal")
         if scope["type"] == "http" and principal is not None:
-            self._limiter.check(principal.key_id)
+            await self._limiter.check(principal.key_id)
         await self.app(scope, receive, send)
 
 

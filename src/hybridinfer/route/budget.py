@@ -3,7 +3,12 @@
 Reserving before the call (not recording after it) is what keeps a budget from overshooting
 when requests race: 50 concurrent requests against room for 10 calls get exactly 10
 reservations. The in-memory ledger is atomic because the event loop runs one reservation at a
-time; a shared ledger (Redis) must do the same check-and-add in one atomic script.
+time; the shared ledger (``CacheLedger`` on Redis) does the same check-and-add in one atomic
+script on the server, so replicas racing for the last of a budget get exactly what fits.
+
+``state`` is synchronous (the router reads it while planning, many times per request): the
+shared ledger answers it from a snapshot refreshed by every reservation and by ``refresh``
+(called about once a second). The snapshot only steers routing; ``reserve`` is the gate.
 """
 
 from __future__ import annotations
@@ -55,12 +60,15 @@ class Ledger(ABC):
         """Spend so far in the current period."""
 
     @abstractmethod
-    def reserve(self, key_id: str | None, amount: float, policy: BudgetPolicy) -> bool:
+    async def reserve(self, key_id: str | None, amount: float, policy: BudgetPolicy) -> bool:
         """Add ``amount`` if it fits both limits; False (and nothing added) if it does not."""
 
     @abstractmethod
-    def refund(self, key_id: str | None, amount: float, policy: BudgetPolicy) -> None:
+    async def refund(self, key_id: str | None, amount: float, policy: BudgetPolicy) -> None:
         """Give back a reservation whose call did not happen."""
+
+    async def refresh(self, policy: BudgetPolicy) -> None:  # noqa: B027 - optional hook
+        """Bring ``state``'s view up to date (a no-op where ``state`` is always exact)."""
 
 
 class MemoryLedger(Ledger):
@@ -88,7 +96,7 @@ class MemoryLedger(Ledger):
             policy.per_key_limit,
         )
 
-    def reserve(self, key_id: str | None, amount: float, policy: BudgetPolicy) -> bool:
+    async def reserve(self, key_id: str | None, amount: float, policy: BudgetPolicy) -> bool:
         if amount <= 0.0:
             return True
         if amount > self.state(key_id, policy).room() + 1e-12:
@@ -97,7 +105,7 @@ class MemoryLedger(Ledger):
         self._by_key[key_id or ""] = self._by_key.get(key_id or "", 0.0) + amount
         return True
 
-    def refund(self, key_id: str | None, amount: float, policy: BudgetPolicy) -> None:
+    async def refund(self, key_id: str | None, amount: float, policy: BudgetPolicy) -> None:
         self._roll(policy)
         self._global = max(0.0, self._global - amount)
         self._by_key[key_id or ""] = max(0.0, self._by_key.get(key_id or "", 0.0) - amount)

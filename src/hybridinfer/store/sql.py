@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +12,7 @@ import orjson
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, delete, event, insert, select, text, update
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from hybridinfer.errors import HybridInferError
@@ -26,6 +26,16 @@ class StoreUnavailable(HybridInferError):
     code = "store_unavailable"
 
 
+class StoreConflict(HybridInferError):
+    """A write broke a uniqueness rule (the row exists already)."""
+
+    status_code = 409
+    code = "conflict"
+
+
+MIGRATION_LOCK = 0x68796272  # "hybr": the advisory lock replicas migrate under
+
+
 def _enable_sqlite_wal(dbapi_connection: Any, _record: Any) -> None:
     # WAL lets readers (trace lookups) run while the trace writer commits.
     cursor = dbapi_connection.cursor()
@@ -35,6 +45,10 @@ def _enable_sqlite_wal(dbapi_connection: Any, _record: Any) -> None:
 
 
 def _upgrade(connection: Connection) -> None:
+    if connection.dialect.name == "postgresql":
+        # Replicas starting together migrate one at a time; the lock ends with the transaction,
+        # and whoever comes second finds the schema at head and does nothing.
+        connection.execute(text("SELECT pg_advisory_xact_lock(:lock)"), {"lock": MIGRATION_LOCK})
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.attributes["connection"] = connection
@@ -59,10 +73,16 @@ class SqlStore:
         try:
             async with self._engine.begin() as connection:
                 yield connection
+        except IntegrityError as exc:
+            raise StoreConflict("the row exists already") from exc
         except SQLAlchemyError as exc:
             raise StoreUnavailable(f"store error: {type(exc).__name__}") from exc
         except OSError as exc:
             raise StoreUnavailable(f"store unreachable: {exc.strerror or exc}") from exc
+
+    def transaction(self) -> AbstractAsyncContextManager[AsyncConnection]:
+        """One transaction; errors mapped (StoreUnavailable, StoreConflict)."""
+        return self._begin()
 
     async def migrate(self) -> None:
         """Bring the schema to the newest Alembic revision."""
@@ -134,6 +154,12 @@ class SqlStore:
                     registered_at=time.time(),
                 )
             )
+
+    async def list_nodes(self) -> list[dict[str, Any]]:
+        """Every stored registration (``id``, ``registration`` JSON, ``registered_at``)."""
+        query = select(tables.nodes.c.id, tables.nodes.c.registration, tables.nodes.c.registered_at)
+        async with self._begin() as connection:
+            return [dict(row._mapping) for row in await connection.execute(query)]
 
     # requests, traces and decisions
 

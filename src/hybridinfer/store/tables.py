@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Column, Float, Index, Integer, MetaData, String, Table, Text
+from sqlalchemy import (
+    Column,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
 
 metadata = MetaData()
 
@@ -67,4 +77,23 @@ policies = Table(
     Column("created_at", Float, nullable=False),
     Column("activated_at", Float, nullable=True),
     Index("ix_policies_status", "status"),
+)
+
+tasks = Table(
+    "tasks",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("key_id", String(32), nullable=True, doc="who submitted it"),
+    Column("idempotency_key", String(200), nullable=True, doc="the caller's Idempotency-Key"),
+    Column("request_hash", String(64), nullable=False, doc="sha256 of the request body"),
+    Column("status", String(16), nullable=False, doc="queued | running | done | failed"),
+    Column("request", Text, nullable=False, doc="the /v1/infer body, JSON"),
+    Column("result", Text, nullable=True, doc="the /v1/infer response once done, JSON"),
+    Column("error", Text, nullable=True, doc='{"code", "message"} once failed, JSON'),
+    Column("attempts", Integer, nullable=False, doc="deliveries that started running it"),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Column("finished_at", Float, nullable=True),
+    UniqueConstraint("key_id", "idempotency_key", name="uq_tasks_key_idempotency"),
+    Index("ix_tasks_status", "status"),
 )

@@ -42,6 +42,11 @@ class TraceSink:
         self.dropped = 0
         self.written = 0
 
+    @property
+    def buffered(self) -> int:
+        """Traces waiting to be written (grows while the store is away)."""
+        return len(self._pending)
+
     def record(self, trace: Trace) -> None:
         """Queue a finished trace; never blocks, never raises."""
         body = trace.describe()
