@@ -1,0 +1,242 @@
+"""The learned router: from the prompt alone, how much better would the strong model do?
+
+Features are computed locally: the MiniLM sentence embedding (``hybridinfer.embedder``) and a
+few text statistics (length, digits, symbols). The score is a sum of logistic "heads" over
+those features; the shipped router has two, ``P(strong correct) - P(weak correct)``, the
+expected quality gain of sending the prompt to the strong model. Training lives in
+``route/training.py``; this module only needs numpy, so serving never imports sklearn or torch.
+
+The artifact is one JSON file: feature names, the heads (standardisation folded into the
+weights), the embedder it was trained with (name and sha256) and a card (training data,
+selection, cross-validated metrics).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import orjson
+
+from hybridinfer.embedder import Embedder
+from hybridinfer.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+FORMAT = "hybridinfer-router/1"
+FEATURE_SETS = ("embedding", "text")
+TEXT_STATISTICS = (
+    "log_chars",
+    "log_words",
+    "log_tokens",
+    "digit_share",
+    "symbol_share",
+    "uppercase_share",
+    "lines",
+)
+_SYMBOLS = frozenset("=+-*/^<>()[]{}|\\$%")
+
+FloatMatrix = npt.NDArray[np.float64]
+
+
+def text_statistics(prompts: list[str], token_counts: list[int]) -> FloatMatrix:
+    """Cheap signals of difficulty: long, numeric or formula-heavy prompts trip weak models."""
+    rows = []
+    for prompt, tokens in zip(prompts, token_counts, strict=True):
+        chars = max(len(prompt), 1)
+        rows.append(
+            [
+                math.log1p(len(prompt)),
+                math.log1p(len(prompt.split())),
+                math.log1p(tokens),
+                sum(character.isdigit() for character in prompt) / chars,
+                sum(character in _SYMBOLS for character in prompt) / chars,
+                sum(character.isupper() for character in prompt) / chars,
+                math.log1p(prompt.count("\n")),
+            ]
+        )
+    return np.asarray(rows, dtype=np.float64).reshape(len(prompts), len(TEXT_STATISTICS))
+
+
+@dataclass
+class FeatureTable:
+    """Every feature set of a list of prompts, computed once and combined on demand."""
+
+    embedding: FloatMatrix
+    text: FloatMatrix
+
+    @classmethod
+    def compute(
+        cls, prompts: list[str], embedder: Embedder, cache_dir: Path | None = None
+    ) -> FeatureTable:
+        """Embed and measure ``prompts``; embeddings are cached by content when asked."""
+        embedding = embed_with_cache(embedder, prompts, cache_dir)
+        text = text_statistics(prompts, embedder.count_tokens(prompts))
+        return cls(embedding=embedding, text=text)
+
+    def matrix(self, features: tuple[str, ...] | list[str]) -> FloatMatrix:
+        """The named feature sets side by side, in the order given."""
+        unknown = [name for name in features if name not in FEATURE_SETS]
+        if unknown:
+            raise ConfigError(f"unknown router feature set(s): {', '.join(unknown)}")
+        return np.hstack([getattr(self, name) for name in features])
+
+    def rows(self, mask: npt.NDArray[np.bool_]) -> FeatureTable:
+        """The table restricted to the rows where ``mask`` is true."""
+        return FeatureTable(embedding=self.embedding[mask], text=self.text[mask])
+
+
+def embed_with_cache(embedder: Embedder, prompts: list[str], cache_dir: Path | None) -> FloatMatrix:
+    """Embeddings of ``prompts``, reused from ``cache_dir`` when the same texts were embedded.
+
+    Embedding all of MMLU takes minutes on two cores; every other step takes seconds.
+    """
+    if cache_dir is None:
+        return embedder.embed(prompts).astype(np.float64)
+    digest = hashlib.sha256(embedder.fingerprint.encode())
+    for prompt in prompts:
+        digest.update(prompt.encode())
+        digest.update(b"\0")
+    path = Path(cache_dir) / f"embeddings-{digest.hexdigest()[:20]}.npy"
+    if path.is_file():
+        cached: FloatMatrix = np.load(path).astype(np.float64)
+        return cached
+    embedding = embedder.embed(prompts)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, embedding)
+    return embedding.astype(np.float64)
+
+
+@dataclass(frozen=True)
+class Head:
+    """One logistic model on the features; its probability enters the score times ``sign``."""
+
+    predicts: str
+    sign: float
+    weights: npt.NDArray[np.float64]
+    bias: float
+
+    def probability(self, features: FloatMatrix) -> npt.NDArray[np.float64]:
+        """``sigmoid(features @ weights + bias)``, clipped so large logits stay finite."""
+        logits = np.clip(features @ self.weights + self.bias, -40.0, 40.0)
+        probability: npt.NDArray[np.float64] = 1.0 / (1.0 + np.exp(-logits))
+        return probability
+
+
+@dataclass
+class LearnedRouter:
+    """Scores prompts by how much the strong model is needed; higher means send to strong."""
+
+    features: tuple[str, ...]
+    heads: list[Head]
+    embedder: dict[str, Any] = field(default_factory=dict)
+    card: dict[str, Any] = field(default_factory=dict)
+
+    def score_features(self, table: FeatureTable) -> npt.NDArray[np.float64]:
+        """Scores from precomputed features (what training and evaluation use)."""
+        matrix = table.matrix(self.features)
+        score = np.zeros(matrix.shape[0], dtype=np.float64)
+        for head in self.heads:
+            score += head.sign * head.probability(matrix)
+        return score
+
+    def score(self, prompts: list[str], embedder: Embedder) -> npt.NDArray[np.float64]:
+        """Scores of raw prompts: embed, measure, then apply the heads."""
+        return self.score_features(FeatureTable.compute(prompts, embedder))
+
+    def check_embedder(self, embedder: Embedder) -> None:
+        """Warn when the embedder differs from the one the router was trained with."""
+        expected = self.embedder.get("sha256")
+        if expected and expected != embedder.sha256:
+            logger.warning(
+                "router was trained on embedder %s (sha256 %s…), scoring with %s…",
+                self.embedder.get("name"),
+                str(expected)[:12],
+                embedder.sha256[:12],
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document of the artifact."""
+        return {
+            "format": FORMAT,
+            "features": list(self.features),
+            "text_statistics": list(TEXT_STATISTICS),
+            "embedder": self.embedder,
+            "heads": [
+                {
+                    "predicts": head.predicts,
+                    "sign": head.sign,
+                    "bias": head.bias,
+                    "weights": [float(f"{weight:.7g}") for weight in head.weights],
+                }
+                for head in self.heads
+            ],
+            "card": self.card,
+        }
+
+    def save(self, path: Path) -> None:
+        """Write the artifact as indented JSON (small: ~20 kB)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(orjson.dumps(self.to_dict(), option=orjson.OPT_INDENT_2))
+
+    @classmethod
+    def load(cls, path: Path) -> LearnedRouter:
+        """Read an artifact written by ``save``; a broken one is a ``ConfigError``."""
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError(f"router artifact {path} does not exist")
+        try:
+            document = orjson.loads(path.read_bytes())
+            if document.get("format") != FORMAT:
+                raise ConfigError(f"{path} is not a {FORMAT} artifact")
+            if document.get("text_statistics", list(TEXT_STATISTICS)) != list(TEXT_STATISTICS):
+                raise ConfigError(f"{path} was trained on other text statistics")
+            heads = [
+                Head(
+                    predicts=str(head["predicts"]),
+                    sign=float(head["sign"]),
+                    weights=np.asarray(head["weights"], dtype=np.float64),
+                    bias=float(head["bias"]),
+                )
+                for head in document["heads"]
+            ]
+            return cls(
+                features=tuple(document["features"]),
+                heads=heads,
+                embedder=dict(document.get("embedder", {})),
+                card=dict(document.get("card", {})),
+            )
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as error:
+            raise ConfigError(f"{path} is not a readable router artifact ({error})") from None
+
+
+def open_embedder(models_dir: Path, trained_with: dict[str, Any] | None = None) -> Embedder:
+    """The embedder a router needs, exporting MiniLM into ``models_dir`` on first use."""
+    from hybridinfer.catalog import versions
+    from hybridinfer.modelzoo import minilm
+
+    name = (trained_with or {}).get("name", minilm.NAME)
+    if not versions(models_dir, name):
+        if name != minilm.NAME:
+            raise ConfigError(f"embedding model {name!r} is not built in {models_dir}")
+        try:
+            minilm.build_minilm(models_dir)
+        except ImportError as error:
+            raise ConfigError(
+                f"{name} is not built in {models_dir} and cannot be exported here "
+                f"({error.name} is missing): install the build extra or run "
+                "`hybridinfer models build`"
+            ) from None
+    return Embedder(models_dir / name / versions(models_dir, name)[-1])
+
+
+def bundled_router_path() -> Path:
+    """The router trained on RouteLLM's MMLU outcomes that ships with the package."""
+    return Path(__file__).resolve().parent.parent / "defaults" / "router-mmlu.json"
