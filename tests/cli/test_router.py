@@ -1,0 +1,122 @@
+"""``hybridinfer router eval`` on a CSV it has never seen, and its one-line errors."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hybridinfer.cli import main
+
+ROUTERS = ("random", "length", "learned")
+METRICS = {"apgr", "cpt50", "cpt80", "strong_share_at_95"}
+
+
+def write_csv(path: Path, rows: list[dict[str, str]]) -> Path:
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def fresh_rows(count: int = 60) -> list[dict[str, str]]:
+    rows = []
+    for index in range(count):
+        hard = index % 3 == 0
+        question = (
+            f"Let f(x) = {index}x^3 - 7x + {index % 5}. Compute the integral of f from 0 to "
+            f"{index % 4 + 1} and reduce the result modulo {index % 7 + 2}."
+            if hard
+            else f"Which colour is the sky on a clear day number {index}?"
+        )
+        rows.append(
+            {
+                "prompt": f"{question}\nA. one\nB. two\nC. three\nD. four\nAnswer:",
+                "small": str(not hard and index % 4 != 1),
+                "big": str(index % 5 != 2),
+            }
+        )
+    return rows
+
+
+def run_eval(csv_path: Path, models_dir: Path, *extra: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(
+        main,
+        [
+            "router",
+            "eval",
+            "--data",
+            str(csv_path),
+            "--weak-col",
+            "small",
+            "--strong-col",
+            "big",
+            "--models-dir",
+            str(models_dir),
+            *extra,
+        ],
+    )
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_eval_prints_every_router_and_metric(tmp_path: Path, minilm_models_dir: Path) -> None:
+    data = write_csv(tmp_path / "fresh.csv", fresh_rows())
+    code, out, _ = run_eval(data, minilm_models_dir)
+    assert code == 0
+    report = json.loads(out)
+    assert report["data"]["rows"] == 60
+    for name in ROUTERS:
+        assert set(report[name]) == METRICS
+        assert all(isinstance(value, float) for value in report[name].values())
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ([{"prompt": "q", "small": "True"}], "missing column(s) 'big'"),
+        ([{"prompt": "q", "small": "True", "big": "maybe"}], "must be True or False"),
+        ([{"text": "q", "small": "True", "big": "False"}], "missing column(s) 'prompt'"),
+    ],
+)
+def test_bad_csv_is_one_line_and_exit_1(
+    tmp_path: Path, minilm_models_dir: Path, rows: list[dict[str, str]], message: str
+) -> None:
+    data = write_csv(tmp_path / "bad.csv", rows)
+    code, out, err = run_eval(data, minilm_models_dir)
+    assert code == 1
+    assert out == ""
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
+
+
+def test_missing_file_and_missing_artifact(tmp_path: Path, minilm_models_dir: Path) -> None:
+    code, _, err = run_eval(tmp_path / "nowhere.csv", minilm_models_dir)
+    assert code == 1
+    assert "no such file" in err
+    data = write_csv(tmp_path / "fresh.csv", fresh_rows(10))
+    code, _, err = run_eval(data, minilm_models_dir, "--model", str(tmp_path / "none.json"))
+    assert code == 1
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_train_rejects_a_folder_without_data(tmp_path: Path, minilm_models_dir: Path) -> None:
+    result = CliRunner().invoke(
+        main,
+        [
+            "router",
+            "train",
+            "--data-dir",
+            str(tmp_path),
+            "--out",
+            str(tmp_path / "router.json"),
+            "--models-dir",
+            str(minilm_models_dir),
+        ],
+    )
+    assert result.exit_code == 1
+    assert "no responses/*.csv" in result.stderr
