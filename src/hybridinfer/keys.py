@@ -7,6 +7,7 @@ for ``cache_ttl_s``, indexed by the key's sha256 digest — the key itself is ne
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import secrets
@@ -14,7 +15,7 @@ import time
 from dataclasses import dataclass
 
 from hybridinfer.errors import Unauthorized
-from hybridinfer.store.sql import SqlStore, StoreUnavailable
+from hybridinfer.store.sql import SqlStore, StoreConflict, StoreUnavailable
 
 SCOPES = frozenset({"infer", "admin", "node"})
 _SCRYPT = {"n": 2**14, "r": 8, "p": 1}
@@ -79,7 +80,8 @@ class KeyRing:
     async def ensure(self, name: str, scopes: set[str], key: str) -> None:
         """Create ``key`` unless it already exists (the bootstrap key on every start)."""
         if await self._store.get_key(key_id_of(key)) is None:
-            await self.create(name, scopes, key)
+            with contextlib.suppress(StoreConflict):  # another replica created it just now
+                await self.create(name, scopes, key)
 
     async def revoke(self, key_id: str) -> bool:
         revoked = await self._store.revoke_key(key_id)

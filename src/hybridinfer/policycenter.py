@@ -20,7 +20,7 @@ from hybridinfer.errors import ConfigError, SchemaViolation
 from hybridinfer.registry import NodeRegistry
 from hybridinfer.route.calibration import resolve_threshold
 from hybridinfer.route.policy import CompiledPolicy, Policy, compile_policy
-from hybridinfer.store.sql import SqlStore, StoreUnavailable
+from hybridinfer.store.sql import SqlStore, StoreConflict, StoreUnavailable
 from hybridinfer.topology import Tier
 
 log = logging.getLogger(__name__)
@@ -90,7 +90,8 @@ class PolicyCenter:
         """Seed the store from the policy file if its version is new; load the active one."""
         seeded = self.compile(self._active.text, str(self._seed_file))
         if await self._store.get_policy(seeded.version) is None:
-            await self._store.add_policy(seeded.version, seeded.text, seeded.thresholds, "file")
+            with contextlib.suppress(StoreConflict):  # replicas starting together: one seeds
+                await self._store.add_policy(seeded.version, seeded.text, seeded.thresholds, "file")
         self._active = seeded  # now compiled with the local tier's calibration
         await self.reload()
         self._task = asyncio.create_task(self._poll(), name="policy-poll")

@@ -6,12 +6,12 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import orjson
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, delete, event, insert, select, text, update
+from sqlalchemy import Connection, Row, delete, event, insert, select, text, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
@@ -31,6 +31,12 @@ class StoreConflict(HybridInferError):
 
     status_code = 409
     code = "conflict"
+
+
+def record_of(row: Row[Unpack[tuple[Any, ...]]]) -> dict[str, Any]:
+    """A row as a plain dict. Keys are made plain ``str``: on PostgreSQL they arrive as
+    SQLAlchemy's ``quoted_name`` (a str subclass), which orjson refuses as a dict key."""
+    return {str(key): value for key, value in row._mapping.items()}
 
 
 MIGRATION_LOCK = 0x68796272  # "hybr": the advisory lock replicas migrate under
@@ -121,7 +127,7 @@ class SqlStore:
                     select(tables.api_keys).where(tables.api_keys.c.id == key_id)
                 )
             ).first()
-        return None if row is None else dict(row._mapping)
+        return None if row is None else record_of(row)
 
     async def revoke_key(self, key_id: str) -> bool:
         async with self._begin() as connection:
@@ -159,7 +165,7 @@ class SqlStore:
         """Every stored registration (``id``, ``registration`` JSON, ``registered_at``)."""
         query = select(tables.nodes.c.id, tables.nodes.c.registration, tables.nodes.c.registered_at)
         async with self._begin() as connection:
-            return [dict(row._mapping) for row in await connection.execute(query)]
+            return [record_of(row) for row in await connection.execute(query)]
 
     # requests, traces and decisions
 
@@ -267,7 +273,7 @@ class SqlStore:
                     select(tables.policies).where(tables.policies.c.version == version)
                 )
             ).first()
-        return None if row is None else dict(row._mapping)
+        return None if row is None else record_of(row)
 
     async def active_policy_version(self) -> str | None:
         async with self._begin() as connection:
@@ -287,4 +293,4 @@ class SqlStore:
             tables.policies.c.activated_at,
         ).order_by(tables.policies.c.created_at.desc())
         async with self._begin() as connection:
-            return [dict(row._mapping) for row in await connection.execute(query)]
+            return [record_of(row) for row in await connection.execute(query)]

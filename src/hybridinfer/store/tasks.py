@@ -14,7 +14,7 @@ import orjson
 from sqlalchemy import func, insert, select, update
 
 from hybridinfer.store import tables
-from hybridinfer.store.sql import SqlStore, StoreConflict
+from hybridinfer.store.sql import SqlStore, StoreConflict, record_of
 
 FINISHED = ("done", "failed")
 
@@ -72,14 +72,14 @@ class TaskStore:
                     select(table).where(key_match, table.c.idempotency_key == idempotency_key)
                 )
             ).first()
-        return None if row is None else dict(row._mapping)
+        return None if row is None else record_of(row)
 
     async def get(self, task_id: str) -> dict[str, Any] | None:
         async with self._store.transaction() as connection:
             row = (
                 await connection.execute(select(tables.tasks).where(tables.tasks.c.id == task_id))
             ).first()
-        return None if row is None else dict(row._mapping)
+        return None if row is None else record_of(row)
 
     async def start(self, task_id: str) -> str | None:
         """Mark the task running (one more attempt) unless it is finished; its status after,
