@@ -6,7 +6,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import Any, Unpack
+from typing import Any
 
 import orjson
 from alembic import command
@@ -33,7 +33,7 @@ class StoreConflict(HybridInferError):
     code = "conflict"
 
 
-def record_of(row: Row[Unpack[tuple[Any, ...]]]) -> dict[str, Any]:
+def record_of(row: Row[*tuple[Any, ...]]) -> dict[str, Any]:
     """A row as a plain dict. Keys are made plain ``str``: on PostgreSQL they arrive as
     SQLAlchemy's ``quoted_name`` (a str subclass), which orjson refuses as a dict key."""
     return {str(key): value for key, value in row._mapping.items()}
