@@ -73,7 +73,11 @@ def measure(router: Router, plan: list[Subtask]) -> list[float]:
 def main() -> None:
     policy = load_policy(default_policy_path())
     router = Router(registry_with(20), Signals(), lambda: policy)
-    result: dict[str, object] = {"deployments": 20, "policy": policy.version, "rules": len(policy.rules)}
+    result: dict[str, object] = {
+        "deployments": 20,
+        "policy": policy.version,
+        "rules": len(policy.rules),
+    }
     for size in (1, 10):
         stats = percentiles(measure(router, subtasks(size)))
         per_subtask = {k: round(v / size, 2) for k, v in stats.items() if k != "n"}

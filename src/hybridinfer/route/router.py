@@ -173,10 +173,10 @@ class Router:
             if rule.per_subtask:
                 activation = activation or context.activation(subtask)
                 holds = rule.condition.holds(activation)
+            elif index in cache:
+                holds = cache[index]
             else:
-                holds = cache.get(index)
-                if holds is None:
-                    holds = cache[index] = rule.condition.holds(context.signals)
+                holds = cache[index] = rule.condition.holds(context.signals)
             if holds:
                 return rule
         return None
