@@ -16,6 +16,9 @@ import httpx
 import pytest
 
 from tests.conftest import ADMIN_KEY, auth
+from tests.services import postgres_url
+
+__all__ = ["postgres_url"]
 
 
 def free_port_pair() -> int:

@@ -82,7 +82,11 @@ class SqlStore:
         except IntegrityError as exc:
             raise StoreConflict("the row exists already") from exc
         except SQLAlchemyError as exc:
-            raise StoreUnavailable(f"store error: {type(exc).__name__}") from exc
+            cause = getattr(exc, "orig", None) or exc
+            detail = str(cause).splitlines()[0][:200] if str(cause) else ""
+            raise StoreUnavailable(
+                f"store error: {type(cause).__name__}: {detail}".rstrip(": ")
+            ) from exc
         except OSError as exc:
             raise StoreUnavailable(f"store unreachable: {exc.strerror or exc}") from exc
 
