@@ -55,8 +55,15 @@ class Running:
         return self.log.read_text(errors="replace")
 
 
+NODE_TOKEN = "e2e-node-token-0123456789"
+
+
 def start_up(data_dir: Path, models_dir: Path, port: int | None, bootstrap: bool = True) -> Running:
-    env = {**os.environ, "HYBRIDINFER_MODELS_DIR": str(models_dir)}
+    env = {
+        **os.environ,
+        "HYBRIDINFER_MODELS_DIR": str(models_dir),
+        "HYBRIDINFER_NODE_TOKEN": NODE_TOKEN,
+    }
     env.pop("HYBRIDINFER_BOOTSTRAP_KEY", None)
     if bootstrap:
         env["HYBRIDINFER_BOOTSTRAP_KEY"] = ADMIN_KEY
