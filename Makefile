@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-12)
 
-.PHONY: install up test check unit bench clean
+.PHONY: install up test check unit bench bench-scaleout clean
 
 install: $(STAMP)
 
@@ -40,6 +40,10 @@ unit: install
 bench: install
 	$(BIN)/python -m bench.overhead
 	$(BIN)/python bench/cascade.py
+
+## Replicas on the machine's PostgreSQL, Redis and NATS (bench/results/scaleout.json).
+bench-scaleout: install
+	$(BIN)/python bench/scaleout.py
 
 clean:
 	rm -rf $(VENV) .hybridinfer
