@@ -252,3 +252,22 @@ def test_sensitive_never_reaches_the_public_zone(
     if decision.cascade is not None:
         placed += decision.cascade.escalate_to
     assert all(c.node.zone is Zone.PRIVATE for c in placed)
+
+
+def test_network_signals_describe_the_nodes_that_can_serve_the_subtask(
+    shipped: CompiledPolicy,
+) -> None:
+    from tests.fakes import deployment, node
+
+    registry = hybrid_registry()
+    registry.get("cloud-1").rtt_ms = 250.0
+    other = node(
+        "cloud-llm",
+        Tier.CLOUD,
+        Zone.PUBLIC,
+        deployment("cloud-llm", "llm", quality=0.5, latency_ms=5, task="chat"),
+    )
+    other.rtt_ms = 1.0  # a fast cloud node for another task must not hide the slow one
+    registry.add(other)
+    decision = decide(shipped, subtask(latency_sensitive=True, complexity=0.3), registry)
+    assert decision.rules == ["slow-cloud-keeps-latency-sensitive-work-local"]

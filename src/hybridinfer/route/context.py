@@ -6,15 +6,15 @@ same view of the network, and the snapshot costs one pass over the nodes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from hybridinfer.plan import Subtask
-from hybridinfer.registry import NodeRegistry
 from hybridinfer.route.budget import BudgetState
 from hybridinfer.route.policy import Prefer
 from hybridinfer.route.signals import Signals
-from hybridinfer.topology import NodeStatus, Tier
+from hybridinfer.topology import Node, NodeStatus, Tier
 
 
 @dataclass(slots=True, frozen=True)
@@ -37,12 +37,16 @@ class RouteContext:
     key_id: str | None = None
     signals: dict[str, Any] = field(default_factory=dict)
     request_rules: dict[int, bool] = field(default_factory=dict)
-    """Results of conditions that read no subtask field, cached for the whole request."""
+    """Results of conditions that read only request-wide signals, cached for the request."""
 
-    def activation(self, subtask: Subtask) -> dict[str, Any]:
-        """The CEL activation for one subtask."""
+    def activation(
+        self, subtask: Subtask, nodes: Iterable[Node], signals: Signals
+    ) -> dict[str, Any]:
+        """The CEL activation for one subtask; ``node``/``network`` describe the nodes that
+        can serve it (a slow cloud LLM node says nothing about the cloud sentiment node)."""
         return {
             **self.signals,
+            **tier_signals(nodes, signals),
             "subtask": {
                 "id": subtask.id,
                 "capability": subtask.capability,
@@ -57,15 +61,18 @@ class RouteContext:
         }
 
 
-def tier_signals(registry: NodeRegistry, signals: Signals) -> dict[str, Any]:
-    """``node`` and ``network`` maps per tier (every tier present, so conditions never miss)."""
+def tier_signals(nodes: Iterable[Node], signals: Signals) -> dict[str, Any]:
+    """``node`` and ``network`` maps per tier (every tier present, so conditions never miss).
+
+    Over several nodes of a tier: the highest load, and the lowest RTT (the best path there).
+    """
     node: dict[str, dict[str, Any]] = {}
     network: dict[str, dict[str, Any]] = {}
     for tier in Tier:
         node[tier.value] = {"load": 0.0, "in_flight": 0, "ready": False, "count": 0}
         network[tier.value] = {"rtt_ms": 0.0, "error_rate": 0.0}
     rtts: dict[str, list[float]] = {tier.value: [] for tier in Tier}
-    for item in registry.nodes():
+    for item in nodes:
         entry = node[item.tier.value]
         entry["count"] += 1
         if item.status is not NodeStatus.READY:

@@ -121,7 +121,8 @@ class CompiledRule:
     rule: Rule
     condition: Condition
     per_subtask: bool
-    """False when the condition reads no ``subtask.*``: then it is evaluated once per request."""
+    """False when the condition reads only ``request.*``/``budget.*``: then it is evaluated
+    once per request; ``subtask``, ``node`` and ``network`` depend on the subtask."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +162,10 @@ SAMPLE_SIGNALS = {
 """The documented signals with representative values; conditions are test-run on them."""
 
 
+def _reads_subtask_signals(condition: str) -> bool:
+    return any(name in condition for name in ("subtask", "node", "network"))
+
+
 def compile_policy(
     text: str, source: str = "policy.yaml", thresholds: dict[str, float] | None = None
 ) -> CompiledPolicy:
@@ -176,7 +181,7 @@ def compile_policy(
             line = line_of(lines, ("rules", index, "when"))
             problems.append(f"{source}:{line}: rules.{index}.when ({rule.name}): {exc}")
             continue
-        compiled.append(CompiledRule(rule, condition, "subtask" in rule.when))
+        compiled.append(CompiledRule(rule, condition, _reads_subtask_signals(rule.when)))
     if problems:
         raise ConfigError("; ".join(problems))
     resolved = {

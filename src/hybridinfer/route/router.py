@@ -11,7 +11,7 @@ from hybridinfer.errors import Forbidden, NoCapacity, PrivacyViolation, RateLimi
 from hybridinfer.plan import Privacy, Subtask
 from hybridinfer.registry import NodeRegistry
 from hybridinfer.route.budget import Ledger, MemoryLedger
-from hybridinfer.route.context import RouteContext, RouteOptions, tier_signals
+from hybridinfer.route.context import RouteContext, RouteOptions
 from hybridinfer.route.policy import CompiledPolicy, CompiledRule, Weights
 from hybridinfer.route.signals import Signals
 from hybridinfer.topology import NodeStatus, Zone
@@ -104,8 +104,7 @@ class Router:
     ) -> RouteContext:
         """A snapshot of the live signals for one request."""
         budget = self.ledger.state(key_id, self._policy().policy.budget)
-        snapshot = tier_signals(self._registry, self._signals)
-        snapshot["budget"] = budget.signals()
+        snapshot: dict[str, Any] = {"budget": budget.signals()}
         snapshot["request"] = {
             "task": task,
             "prefer": options.prefer,
@@ -126,7 +125,7 @@ class Router:
         for candidate in candidates:
             _filter(subtask, context, policy, candidate)
             candidate.expected_latency_ms = self._expected_latency(candidate)
-        rule = self._matching_rule(subtask, context, policy)
+        rule = self._matching_rule(subtask, context, policy, candidates)
         if rule is not None and rule.rule.action == "deny":
             raise PolicyDenied(f"policy rule {rule.rule.name!r} refuses this subtask")
         survivors = [c for c in candidates if c.rejected_by is None]
@@ -163,7 +162,11 @@ class Router:
         return max(self._signals.latency_ms(candidate.deployment.id, prior), prior)
 
     def _matching_rule(
-        self, subtask: Subtask, context: RouteContext, policy: CompiledPolicy
+        self,
+        subtask: Subtask,
+        context: RouteContext,
+        policy: CompiledPolicy,
+        candidates: list[Candidate],
     ) -> CompiledRule | None:
         if not policy.rules:
             return None
@@ -171,7 +174,9 @@ class Router:
         cache = context.request_rules
         for index, rule in enumerate(policy.rules):
             if rule.per_subtask:
-                activation = activation or context.activation(subtask)
+                activation = activation or context.activation(
+                    subtask, {c.node.id: c.node for c in candidates}.values(), self._signals
+                )
                 holds = rule.condition.holds(activation)
             elif index in cache:
                 holds = cache[index]
