@@ -8,6 +8,7 @@ from hybridinfer import __version__
 from hybridinfer.cli.keys import keys
 from hybridinfer.cli.models import models
 from hybridinfer.cli.node import node
+from hybridinfer.cli.policy import policy
 from hybridinfer.cli.router import router
 from hybridinfer.cli.serve import gateway, up
 from hybridinfer.cli.trace import trace
@@ -25,4 +26,5 @@ main.add_command(node)
 main.add_command(trace)
 main.add_command(models)
 main.add_command(keys)
+main.add_command(policy)
 main.add_command(router)
