@@ -137,7 +137,8 @@ class JetStreamQueue(WorkQueue):
             async with _mapped("fetch"):
                 messages = await self._work.fetch(max_messages, timeout=timeout_s)
         except QueueUnavailable as exc:
-            if isinstance(exc.__cause__, nats.errors.TimeoutError):
+            # nats-py raises its TimeoutError for one message, asyncio's for a batch.
+            if isinstance(exc.__cause__, TimeoutError):
                 return []  # nothing arrived within timeout_s
             raise
         return [JetStreamDelivery(self, message) for message in messages]
@@ -151,7 +152,8 @@ class JetStreamQueue(WorkQueue):
                 for message in messages:
                     await message.ack()
         except QueueUnavailable as exc:
-            if isinstance(exc.__cause__, nats.errors.TimeoutError):
+            # nats-py raises its TimeoutError for one message, asyncio's for a batch.
+            if isinstance(exc.__cause__, TimeoutError):
                 return []
             raise
         return [message.data for message in messages]
