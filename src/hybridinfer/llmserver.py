@@ -25,6 +25,7 @@ import aiohttp
 
 from hybridinfer.errors import ConfigError
 from hybridinfer.schemas import DeploymentInfo, NodeRegistration
+from hybridinfer.supervisor import spawn, terminate
 from hybridinfer.topology import Tier, Zone
 
 log = logging.getLogger(__name__)
@@ -188,8 +189,8 @@ class LlmServer:
 
     async def start(self, timeout_s: float = 60.0) -> None:
         """Start the process and wait until it answers ``GET /v1/models``."""
-        self.process = await asyncio.create_subprocess_exec(
-            *self.command(), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
+        self.process = await spawn(
+            self.command(), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
         )
         deadline = asyncio.get_running_loop().time() + timeout_s
         async with aiohttp.ClientSession() as session:
@@ -208,16 +209,8 @@ class LlmServer:
 
     async def stop(self) -> None:
         """Terminate the process (kill it if it lingers)."""
-        process = self.process
-        if process is None or process.returncode is not None:
-            return
-        process.terminate()
-        try:
-            async with asyncio.timeout(5):
-                await process.wait()
-        except TimeoutError:
-            process.kill()
-            await process.wait()
+        if self.process is not None:
+            await terminate(self.process)
 
 
 async def start_servers(

@@ -20,8 +20,8 @@ SENTIMENT = {"task": "sentiment", "inputs": {"text": "I love this"}}
 DIGIT = {"task": "digits", "inputs": {"pixels": [0, 0, 5, 13, 9, 1, 0, 0] * 8}}
 
 
-def cloud_node_pid(running: Running) -> int:
-    """The pid of the node process `up` started (a child of the `up` process)."""
+def cloud_node_pid(running: Running) -> int | None:
+    """The pid of the node process `up` started (a child of the `up` process), if running."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -33,7 +33,14 @@ def cloud_node_pid(running: Running) -> int:
         parent = next(line for line in status.splitlines() if line.startswith("PPid:"))
         if int(parent.split()[1]) == running.process.pid and b"node" in cmdline:
             return int(entry.name)
-    raise AssertionError("the cloud node process was not found")
+    return None
+
+
+def kill_cloud_node(running: Running) -> int:
+    pid = cloud_node_pid(running)
+    assert pid is not None, "the cloud node process was not found"
+    os.kill(pid, signal.SIGKILL)
+    return pid
 
 
 def inference_count(running: Running, model: str) -> int:
@@ -86,7 +93,7 @@ def test_local_cloud_privacy_and_traces(launch: Launch) -> None:
 def test_killed_cloud_node_leaves_the_local_tier_answering(launch: Launch) -> None:
     running = launch()
     wait_until(lambda: cloud_ready(running), 30, "cloud node registered", running)
-    os.kill(cloud_node_pid(running), signal.SIGKILL)
+    kill_cloud_node(running)
     with running.client() as client:
         for body in (SENTIMENT, DIGIT):
             for prefer in ("balanced", "quality"):
@@ -122,3 +129,37 @@ def test_default_port_is_8080(launch: Launch, tmp_path: Path) -> None:
     running = launch(port=None)
     assert httpx.get("http://127.0.0.1:8080/healthz").status_code == 200
     assert running.url.endswith(":8080")
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                status = (entry / "status").read_text()
+            except OSError:
+                continue
+            for line in status.splitlines():
+                if line.startswith("PPid:") and int(line.split()[1]) == pid:
+                    found.append(int(entry.name))
+    return found
+
+
+def test_a_crashed_cloud_node_is_restarted_and_stopping_up_stops_every_child(
+    launch: Launch,
+) -> None:
+    running = launch()
+    wait_until(lambda: cloud_ready(running), 30, "cloud node registered", running)
+    killed = kill_cloud_node(running)
+    wait_until(
+        lambda: cloud_node_pid(running) not in (None, killed) and cloud_ready(running),
+        30,
+        "the cloud node restarted and registered again",
+        running,
+    )
+    children = children_of(running.process.pid)
+    assert children
+    running.process.send_signal(signal.SIGTERM)
+    running.process.wait(timeout=20)
+    time.sleep(0.5)
+    assert [pid for pid in children if Path(f"/proc/{pid}").exists()] == []

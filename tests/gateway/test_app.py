@@ -221,7 +221,7 @@ def test_trace_holds_plan_decision_attempts_and_stage_timings(client: TestClient
     assert trace["request_id"] == request_id
     assert trace["plan"]["subtasks"][0]["capability"] == "text-classification"
     [decision] = trace["decisions"]
-    assert decision["policy_version"] == "default-1"
+    assert decision["policy_version"] == "default-2"
     assert decision["reason"]
     assert decision["candidates"][0]["deployment"] == "local/sentiment-small:1"
     assert trace["attempts"][0]["status"] == "ok"
@@ -251,6 +251,9 @@ def test_sensitive_data_forced_to_the_cloud_is_refused(client: TestClient) -> No
 
 def test_failed_cloud_falls_back_to_local_and_the_trace_shows_both(client: TestClient) -> None:
     register_dead_cloud(client)
+    # No placement rules: prefer=quality alone picks the (dead) cloud node first.
+    applied = client.post("/v1/policies", json={"policy": "version: plain-1\n"}, headers=auth())
+    assert applied.status_code == 201
     response = client.post(
         "/v1/infer",
         headers=auth(),

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import secrets
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -23,6 +27,7 @@ from hybridinfer.controlplane import ControlPlane
 from hybridinfer.gateway.app import create_app
 from hybridinfer.llmserver import default_specs, llm_extra_installed, start_servers
 from hybridinfer.settings import Settings, load_settings
+from hybridinfer.supervisor import Supervised
 
 
 def _print_key(generated: str | None) -> None:
@@ -49,8 +54,8 @@ async def serve_gateway(settings: Settings, cloud_node: list[str] | None = None)
         lifespan="on",
         timeout_graceful_shutdown=5,
     )
-    server = uvicorn.Server(config)
-    child: asyncio.subprocess.Process | None = None
+    server = GracefulServer(config)
+    child: Supervised | None = None
     serving = asyncio.create_task(server.serve())
     try:
         # uvicorn exposes readiness only as a flag; poll it briefly.
@@ -59,17 +64,34 @@ async def serve_gateway(settings: Settings, cloud_node: list[str] | None = None)
         if server.started:
             if cloud_node is not None:
                 env = {**os.environ, "HYBRIDINFER_NODE_TOKEN": _secret(settings.node_token)}
-                child = await asyncio.create_subprocess_exec(*cloud_node, env=env)
+                child = Supervised("cloud node", cloud_node, env)
+                await child.start()
             click.echo(f"hybridinfer is up on http://{settings.host}:{settings.port}", err=True)
         await serving
     finally:
-        if child is not None and child.returncode is None:
-            child.terminate()
-            try:
-                async with asyncio.timeout(5):
-                    await child.wait()
-            except TimeoutError:
-                child.kill()
+        if child is not None:
+            await child.stop()
+
+
+class GracefulServer(uvicorn.Server):
+    """uvicorn, minus re-raising SIGINT/SIGTERM after its graceful shutdown.
+
+    uvicorn re-raises a captured signal once it has stopped, which would end this process
+    before it stops the children it started; here the shutdown returns normally instead.
+    """
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        handled = (signal.SIGINT, signal.SIGTERM)
+        originals = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+        try:
+            yield
+        finally:
+            for sig, handler in originals.items():
+                signal.signal(sig, handler)
 
 
 def _secret(value: SecretStr | None) -> str:

@@ -128,6 +128,8 @@ class Router:
         rule = self._matching_rule(subtask, context, policy, candidates)
         if rule is not None and rule.rule.action == "deny":
             raise PolicyDenied(f"policy rule {rule.rule.name!r} refuses this subtask")
+        if options.route != "auto":
+            rule = None  # the caller chose the tier: placement rules have nothing to add
         survivors = [c for c in candidates if c.rejected_by is None]
         if not survivors:
             raise self._nothing_left(subtask, options, candidates)
