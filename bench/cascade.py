@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from bench.harness import write_result
+from bench.harness import RESULTS, write_result
 from hybridinfer.modelzoo import ModelCard, build_models
 from hybridinfer.modelzoo.build import open_session, predict
 from hybridinfer.modelzoo.datasets import Splits, digit_splits, sentiment_splits
@@ -112,6 +112,43 @@ def main() -> None:
         },
     )
     print(f"\nwrote {path}")
+    print(f"wrote {plot(results)}")
+
+
+def plot(results: list[dict[str, Any]]) -> Path:
+    """Deferral curves: accuracy against the share of calls sent to the large model."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, len(results), figsize=(5 * len(results), 4))
+    for axis, result in zip(np.atleast_1d(axes), results, strict=True):
+        rows = result["rows"]
+        curve = sorted(
+            (r["cloud_share"], r["accuracy"])
+            for r in rows
+            if r["policy"].startswith(("cascade", "small", "large"))
+        )
+        axis.plot(*zip(*curve, strict=True), marker="o", label="confidence cascade")
+        ends = [r for r in rows if r["policy"] in ("small only", "large only")]
+        axis.plot(
+            [r["cloud_share"] for r in ends],
+            [r["accuracy"] for r in ends],
+            linestyle="--",
+            label="random split (linear)",
+        )
+        oracle = [r for r in rows if r["policy"].startswith("oracle")]
+        if oracle:
+            axis.scatter([oracle[0]["cloud_share"]], [oracle[0]["accuracy"]], label="oracle")
+        axis.set_title(f"{result['task']} (n={result['n_test']}, held-out test split)")
+        axis.set_xlabel("share of calls sent to the large (cloud) model")
+        axis.set_ylabel("accuracy")
+        axis.legend()
+    figure.tight_layout()
+    path = RESULTS / "cascade.png"
+    figure.savefig(path, dpi=110)
+    return path
 
 
 if __name__ == "__main__":
