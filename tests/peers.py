@@ -3,6 +3,7 @@ a `hybridinfer node` process. With env ``CI`` set, a missing peer fails the test
 
 from __future__ import annotations
 
+import importlib
 import os
 import socket
 import subprocess
@@ -27,7 +28,7 @@ from hybridinfer.objectstore.server import create_object_app
 def require(module: str) -> Any:
     """Import a peer's package; skip without it, except under CI where it must be installed."""
     if os.environ.get("CI"):
-        return __import__(module)
+        return importlib.import_module(module)  # __import__ would return the top package
     return pytest.importorskip(module)
 
 

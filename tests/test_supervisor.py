@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -45,7 +46,7 @@ def test_children_die_with_their_parent_even_on_sigkill(tmp_path: Path) -> None:
         f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
         "time.sleep(60)\n"
     )
-    parent = __import__("subprocess").Popen([sys.executable, "-c", parent_code])
+    parent = subprocess.Popen([sys.executable, "-c", parent_code])
     for _ in range(100):
         if pid_file.exists() and pid_file.read_text():
             break
