@@ -86,7 +86,7 @@ class ControlPlane:
             self.executor,
             self.traces,
             settings.request_timeout_ms,
-            streamer=StreamExecutor(self.backends, self.signals),
+            streamer=StreamExecutor(self.backends, self.signals, self.executor.spend),
         )
         self._build_state_layer()
 

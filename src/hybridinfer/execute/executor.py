@@ -14,10 +14,10 @@ from hybridinfer.decision import Candidate, Decision
 from hybridinfer.decompose.rules import split_reference
 from hybridinfer.errors import DeadlineExceeded, HybridInferError, UpstreamError
 from hybridinfer.execute.admission import PriorityLimiter
+from hybridinfer.execute.spend import SpendGuard
 from hybridinfer.plan import Plan, Subtask
 from hybridinfer.route.budget import Ledger, MemoryLedger
 from hybridinfer.route.policy import BudgetPolicy
-from hybridinfer.route.router import BudgetExhausted
 from hybridinfer.route.signals import Signals
 from hybridinfer.trace import Attempt, Trace
 
@@ -61,8 +61,7 @@ class Executor:
     ) -> None:
         self._backends = dict(backends)
         self._signals = signals
-        self._ledger = ledger or MemoryLedger()
-        self._budget = budget
+        self.spend = SpendGuard(ledger or MemoryLedger(), budget)
         self._per_node_limit = max_in_flight_per_node
         self._limiters: dict[str, PriorityLimiter] = {}
 
@@ -234,12 +233,9 @@ class Executor:
     ) -> dict[str, Any]:
         """Reserve the call's cost first (atomic), give it back if the call fails."""
         cost = candidate.deployment.cost_per_call
-        policy = self._budget()
-        if cost > 0.0 and not await self._ledger.reserve(key_id, cost, policy):
-            raise BudgetExhausted("the cloud budget for this period is spent", retry_after_s=60.0)
+        await self.spend.reserve(key_id, cost)
         try:
             return await backend.infer(candidate.node, candidate.deployment, inputs, timeout_s)
         except HybridInferError:
-            if cost > 0.0:
-                await self._ledger.refund(key_id, cost, policy)
+            await self.spend.refund(key_id, cost)
             raise

@@ -15,6 +15,7 @@ from hybridinfer.backends.base import Backend, StreamingBackend
 from hybridinfer.decision import Candidate, Decision
 from hybridinfer.errors import DeadlineExceeded, HybridInferError, InvalidRequest, UpstreamError
 from hybridinfer.execute.executor import resolve
+from hybridinfer.execute.spend import SpendGuard
 from hybridinfer.plan import Subtask
 from hybridinfer.route.signals import Signals
 from hybridinfer.trace import Attempt, Trace
@@ -95,9 +96,12 @@ class TokenStream:
 class StreamExecutor:
     """Starts streaming subtasks on the backends that can stream."""
 
-    def __init__(self, backends: Mapping[str, Backend], signals: Signals) -> None:
+    def __init__(
+        self, backends: Mapping[str, Backend], signals: Signals, spend: SpendGuard | None = None
+    ) -> None:
         self._backends = dict(backends)
         self._signals = signals
+        self._spend = spend
 
     async def start(
         self,
@@ -136,6 +140,7 @@ class StreamExecutor:
         trace.attempts.append(attempt)
         started = time.perf_counter()
         pieces: Pieces | None = None
+        charged = False
         try:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -143,6 +148,9 @@ class StreamExecutor:
             backend = self._backends.get(node.protocol)
             if not isinstance(backend, StreamingBackend):
                 raise InvalidRequest(f"{deployment.model} ({node.protocol}) cannot stream")
+            if self._spend is not None:
+                await self._spend.reserve(trace.key_id, deployment.cost_per_call)
+                charged = True
             pieces = backend.infer_stream(node, deployment, inputs, remaining)
             first: list[dict[str, Any]] = []
             async for piece in pieces:
@@ -153,6 +161,8 @@ class StreamExecutor:
                 if not any(piece.get("finish_reason") for piece in first):
                     first.append({"delta": {}, "finish_reason": "stop", "usage": None})
         except HybridInferError as error:
+            if charged and self._spend is not None:  # no token came: nothing to pay for
+                await self._spend.refund(trace.key_id, deployment.cost_per_call)
             if pieces is not None:
                 await pieces.aclose()  # type: ignore[attr-defined]
             attempt.status = "error"
