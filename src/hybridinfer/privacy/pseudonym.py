@@ -1,0 +1,68 @@
+"""Reversible pseudonymisation: each personal value becomes a stable placeholder
+(``<EMAIL_1>``) before text leaves the private zone, and comes back in the answer.
+
+The mapping lives only in the ``Pseudonymiser`` of one request, in memory: it is never
+persisted, logged or traced (``describe`` reports counts only).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from hybridinfer.privacy.detect import detect
+
+PLACEHOLDER = re.compile(r"<(?P<kind>[A-Z]+)_(?P<number>\d+)>")
+
+
+class Pseudonymiser:
+    """One request's mapping between personal values and their placeholders."""
+
+    def __init__(self) -> None:
+        self._placeholder_of: dict[str, str] = {}
+        self._value_of: dict[str, str] = {}
+        self._counts: Counter[str] = Counter()
+        self._reserved: set[str] = set()
+
+    def redact(self, text: str) -> str:
+        """``text`` with each personal value replaced; the same value always gets the same
+        placeholder. Placeholder-like strings already in the text are never issued, so
+        ``restore(redact(text)) == text``."""
+        self._reserved.update(match.group() for match in PLACEHOLDER.finditer(text))
+        pieces: list[str] = []
+        position = 0
+        for finding in detect(text):
+            pieces.append(text[position : finding.start])
+            pieces.append(self._placeholder(finding.kind, finding.value))
+            position = finding.end
+        pieces.append(text[position:])
+        return "".join(pieces)
+
+    def restore(self, value: Any) -> Any:
+        """``value`` (a string, or lists and dicts holding strings) with placeholders this
+        mapping issued replaced by the original values; other text is left as it is."""
+        if isinstance(value, str):
+            return PLACEHOLDER.sub(lambda m: self._value_of.get(m.group(), m.group()), value)
+        if isinstance(value, list):
+            return [self.restore(item) for item in value]
+        if isinstance(value, dict):
+            return {key: self.restore(item) for key, item in value.items()}
+        return value
+
+    def describe(self) -> dict[str, int]:
+        """How many distinct values of each kind were replaced (safe to trace)."""
+        return dict(Counter(placeholder[1:].rsplit("_", 1)[0] for placeholder in self._value_of))
+
+    def _placeholder(self, kind: str, value: str) -> str:
+        existing = self._placeholder_of.get(value)
+        if existing is not None:
+            return existing
+        while True:
+            self._counts[kind] += 1
+            placeholder = f"<{kind}_{self._counts[kind]}>"
+            if placeholder not in self._reserved:
+                break
+        self._placeholder_of[value] = placeholder
+        self._value_of[placeholder] = value
+        return placeholder
