@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
-from hybridinfer.modelzoo import build_models
 
 from bench.harness import REPO, gateway_process, percentiles, write_result
 from hybridinfer.catalog import find_model
+from hybridinfer.modelzoo import build_models
 
 KEY = "bench-admin-key-0123456789"
 TEXT = "the update broke my phone and support never answered"
