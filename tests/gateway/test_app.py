@@ -221,7 +221,7 @@ def test_trace_holds_plan_decision_attempts_and_stage_timings(client: TestClient
     assert trace["request_id"] == request_id
     assert trace["plan"]["subtasks"][0]["capability"] == "text-classification"
     [decision] = trace["decisions"]
-    assert decision["policy_version"] == "default-2"
+    assert decision["policy_version"] == "default-3"
     assert decision["reason"]
     assert decision["candidates"][0]["deployment"] == "local/sentiment-small:1"
     assert trace["attempts"][0]["status"] == "ok"

@@ -17,7 +17,7 @@ cascade:
 
 def test_policies_are_listed_applied_and_read_back(client: TestClient) -> None:
     listed = client.get("/v1/policies", headers=auth()).json()
-    assert listed["active"] == "default-2"
+    assert listed["active"] == "default-3"
     applied = client.post(
         "/v1/policies", content=GOOD, headers={**auth(), "Content-Type": "application/yaml"}
     )
@@ -28,7 +28,7 @@ def test_policies_are_listed_applied_and_read_back(client: TestClient) -> None:
     assert listed["active"] == "ops-7"
     assert {p["version"]: p["status"] for p in listed["policies"]} == {
         "ops-7": "active",
-        "default-2": "retired",
+        "default-3": "retired",
     }
     record = client.get("/v1/policies/ops-7", headers=auth()).json()
     assert record["body"] == GOOD
@@ -47,7 +47,7 @@ def test_an_invalid_policy_is_refused_with_its_line_and_the_running_one_stays(
     error = response.json()["error"]
     assert error["code"] == "invalid_policy"
     assert "policy:4:" in error["message"]
-    assert client.get("/v1/policies", headers=auth()).json()["active"] == "default-2"
+    assert client.get("/v1/policies", headers=auth()).json()["active"] == "default-3"
 
 
 def test_a_version_is_immutable(client: TestClient) -> None:

@@ -83,7 +83,7 @@ def test_seed_rule_slow_cloud_keeps_latency_sensitive_work_local(shipped: Compil
     assert decision.cascade is None  # no escalation over the slow link
     registry.get("cloud-1").rtt_ms = 20.0
     recovered = decide(shipped, subtask(latency_sensitive=True, complexity=0.3), registry)
-    assert recovered.rules == ["light-work-stays-local"]
+    assert recovered.rules == ["light-work-stays-private"]
 
 
 def test_seed_rule_busy_local_sends_to_cloud(shipped: CompiledPolicy) -> None:
@@ -103,9 +103,9 @@ def test_seed_rule_hard_work_goes_to_cloud(shipped: CompiledPolicy) -> None:
 
 def test_seed_rule_light_work_stays_local(shipped: CompiledPolicy) -> None:
     decision = decide(shipped, subtask(complexity=0.2))
-    assert decision.rules == ["light-work-stays-local"]
+    assert decision.rules == ["light-work-stays-private"]
     assert decision.chosen.node.tier is Tier.LOCAL
-    assert "light-work-stays-local" in decision.reason
+    assert "light-work-stays-private" in decision.reason
 
 
 def test_deny_rule_refuses() -> None:

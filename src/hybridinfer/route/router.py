@@ -78,6 +78,10 @@ def _where(candidate: Candidate) -> str:
     return f"{candidate.deployment.model} on {candidate.node.id} ({candidate.node.tier.value})"
 
 
+def _tie_break(candidate: Candidate) -> tuple[float, float]:
+    return candidate.expected_latency_ms, candidate.deployment.cost_per_call
+
+
 def _prefers(action: str, candidate: Candidate) -> bool:
     if action == "private":
         return candidate.node.zone is Zone.PRIVATE
@@ -136,11 +140,15 @@ class Router:
         survivors = self._apply_budget(survivors, context, policy)
         survivors = self._apply_slo(survivors, options)
         _score(survivors, policy.policy.weights(options.prefer))
+        # Ties break towards the faster, then the cheaper candidate: never on registry order.
         if rule is None:
-            ranked = sorted(survivors, key=lambda c: -(c.score or 0.0))
+            ranked = sorted(survivors, key=lambda c: (-(c.score or 0.0), *_tie_break(c)))
         else:
             action = rule.rule.action
-            ranked = sorted(survivors, key=lambda c: (not _prefers(action, c), -(c.score or 0.0)))
+            ranked = sorted(
+                survivors,
+                key=lambda c: (not _prefers(action, c), -(c.score or 0.0), *_tie_break(c)),
+            )
         cascade = self._cascade(subtask, options, policy, rule, ranked)
         if cascade is not None:
             first = min(ranked, key=lambda c: (c.deployment.cost_per_call, c.expected_latency_ms))
