@@ -7,6 +7,7 @@ import logging
 from pathlib import Path
 
 from hybridinfer.backends.base import Backend
+from hybridinfer.backends.inprocess import InProcessBackend, LocalOperation
 from hybridinfer.backends.onnx import OnnxBackend
 from hybridinfer.backends.openai import OpenAIBackend
 from hybridinfer.backends.tfserving import TFServingBackend
@@ -15,6 +16,8 @@ from hybridinfer.cache import open_cache
 from hybridinfer.catalog import deployment_info, find_model
 from hybridinfer.decompose.decomposer import Decomposer
 from hybridinfer.decompose.rules import default_rules_path, load_rules
+from hybridinfer.embedder import Embedder
+from hybridinfer.errors import ConfigError
 from hybridinfer.execute.executor import Executor
 from hybridinfer.execute.streaming import StreamExecutor
 from hybridinfer.keys import KeyRing, generate_key
@@ -22,11 +25,13 @@ from hybridinfer.modelstore import ModelStore
 from hybridinfer.objectstore import open_store
 from hybridinfer.pipeline import Pipeline
 from hybridinfer.policycenter import PolicyCenter
+from hybridinfer.privacy.pseudonym import redact_step, restore_step
 from hybridinfer.prober import NodeProber
 from hybridinfer.queue import open_queue
 from hybridinfer.ratelimit import RateLimiter
 from hybridinfer.registry import NodeRegistry, deployment_from_info, node_from_registration
 from hybridinfer.replicas import ReplicaSync
+from hybridinfer.retrieval import KnowledgeBase, default_knowledge_path, load_passages
 from hybridinfer.route.budget import Ledger, MemoryLedger
 from hybridinfer.route.policy import default_policy_path
 from hybridinfer.route.router import Router
@@ -36,6 +41,7 @@ from hybridinfer.settings import Settings
 from hybridinfer.store.sql import SqlStore
 from hybridinfer.store.tasks import TaskStore
 from hybridinfer.store.tracesink import TraceSink
+from hybridinfer.summarize import ExtractiveSummarizer, LazyEmbedder
 from hybridinfer.tasks import TaskService
 from hybridinfer.topology import Node, Tier, Zone
 from hybridinfer.worker import RetryPolicy, TaskWorker
@@ -43,6 +49,8 @@ from hybridinfer.worker import RetryPolicy, TaskWorker
 log = logging.getLogger(__name__)
 
 LOCAL_NODE_ID = "local"
+INPROCESS_NODE_ID = "local-steps"
+EMBEDDING_MODEL = "minilm-l6"
 
 
 class ControlPlane:
@@ -72,7 +80,9 @@ class ControlPlane:
         self.objects = open_store(settings)
         self.models = ModelStore(self.objects, settings.keep_model_versions)
         self.local_node, local_backend = self._load_local_tier()
+        self.steps_node, steps_backend = self._load_inprocess_steps()
         self.backends: dict[str, Backend] = {"onnx": local_backend, "v2": V2Backend()}
+        self.backends[InProcessBackend.protocol] = steps_backend
         self.backends[TFServingBackend.protocol] = TFServingBackend()
         self.openai = OpenAIBackend()
         self.backends[OpenAIBackend.protocol] = self.openai
@@ -130,6 +140,39 @@ class ControlPlane:
             cache_bytes=self.settings.session_cache_bytes,
         )
 
+    def _load_inprocess_steps(self) -> tuple[Node, InProcessBackend]:
+        """Redaction and restoring always; extractive summaries and retrieval when the
+        MiniLM embedding model is built (loaded on first use)."""
+        node = Node(
+            id=INPROCESS_NODE_ID,
+            tier=Tier.LOCAL,
+            zone=Zone.PRIVATE,
+            url=f"inproc://{INPROCESS_NODE_ID}",
+            protocol=InProcessBackend.protocol,
+        )
+        operations = [
+            LocalOperation("redactor", "redact", redact_step, latency_ms=0.1),
+            LocalOperation("restorer", "restore", restore_step, latency_ms=0.1),
+        ]
+        models_dir = self.settings.resolved_models_dir
+        try:
+            model_path, _ = find_model(models_dir, EMBEDDING_MODEL)
+        except ConfigError:
+            log.info("%s is not built: no local summaries or retrieval", EMBEDDING_MODEL)
+        else:
+            threads = self.settings.inference_threads
+            embedder = LazyEmbedder(lambda: Embedder(model_path.parent, threads=threads))
+            summarizer = ExtractiveSummarizer(embedder)
+            knowledge = KnowledgeBase(load_passages(default_knowledge_path()), embedder)
+            operations += [
+                LocalOperation(
+                    "extractive-minilm", "summarization", summarizer.run, True, 60.0, 2000, 0.4
+                ),
+                LocalOperation("retriever-minilm", "retrieval", knowledge.run, True, 30.0),
+            ]
+        node.deployments = [operation.deployment(node.id) for operation in operations]
+        return node, InProcessBackend(operations)
+
     async def start(self) -> str | None:
         """Migrate the store, register the local tier, ensure an admin key exists.
 
@@ -137,6 +180,7 @@ class ControlPlane:
         """
         await self.store.migrate()
         self.registry.add(self.local_node)
+        self.registry.add(self.steps_node)
         for registration in self.settings.static_nodes:
             self.registry.add(node_from_registration(registration))
         self.prober.start()

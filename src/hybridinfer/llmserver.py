@@ -24,6 +24,7 @@ from pathlib import Path
 import aiohttp
 
 from hybridinfer.errors import ConfigError
+from hybridinfer.prompts import PROMPT_TASKS
 from hybridinfer.schemas import DeploymentInfo, NodeRegistration
 from hybridinfer.supervisor import spawn, terminate
 from hybridinfer.topology import Tier, Zone
@@ -46,6 +47,8 @@ class LlmSpec:
     chat_format: str | None = None
     embedding: bool = False
     extra_args: list[str] = field(default_factory=list)
+    text_tasks: list[DeploymentInfo] = field(default_factory=list)
+    """The same model registered for the composite plans' text capabilities (``prompts.py``)."""
 
     def registration(self, url: str) -> NodeRegistration:
         """The static node the control plane registers for this server."""
@@ -55,7 +58,7 @@ class LlmSpec:
             zone=self.zone,
             url=url,
             protocol="openai",
-            deployments=[self.deployment],
+            deployments=[self.deployment, *self.text_tasks],
         )
 
 
@@ -117,6 +120,12 @@ def default_specs(
             Zone.PUBLIC,
             _chat("gemma-3-270m", 0.35, 600.0, context_chars, cost=cloud_cost_per_call * 10),
             chat_format="gemma",
+            text_tasks=[
+                _chat(
+                    "gemma-3-270m", 0.35, 600.0, context_chars, cloud_cost_per_call * 10
+                ).model_copy(update={"capability": capability})
+                for capability in PROMPT_TASKS
+            ],
         ),
         LlmSpec(
             "embed-local",

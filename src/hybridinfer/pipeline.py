@@ -10,6 +10,8 @@ import time
 from typing import Any
 
 from hybridinfer.aggregate import aggregate, summarise
+from hybridinfer.decision import Decision
+from hybridinfer.decompose.auto import AUTO_TASK, choose_task
 from hybridinfer.decompose.decomposer import Decomposer
 from hybridinfer.errors import HybridInferError, InvalidRequest
 from hybridinfer.execute.executor import Executor, SubtaskResult
@@ -45,22 +47,26 @@ class Pipeline:
         """The ``/v1/infer`` response body; raises HybridInferError (and records the trace)."""
         trace.task = request.task
         options = request.options
-        deadline = self._deadline(request)
         try:
             with trace.stage("decompose"):
+                auto = None
+                if request.task == AUTO_TASK:
+                    auto = choose_task(request.inputs)
+                    request = request.model_copy(update={"task": auto.task, "inputs": auto.inputs})
+                    trace.task = auto.task
+                deadline = self._deadline(request)
                 plan = self._decomposer.plan(request.task, request.inputs, options.privacy)
                 for subtask in plan.subtasks:
                     subtask.priority = options.priority
                 trace.plan = plan.describe()
+                if auto is not None:
+                    trace.plan["auto"] = {"task": auto.task, "reason": auto.reason}
             with trace.stage("route"):
-                route_options = RouteOptions(options.route, options.prefer, options.max_latency_ms)
-                context = self._router.context(route_options, request.task, trace.key_id)
-                decisions = {
-                    s.id: pin(self._router.decide(s, context), options.model) for s in plan.subtasks
-                }
-                trace.decisions = [decision.describe() for decision in decisions.values()]
+                decisions, unplaced = self._route(plan, request, trace)
             with trace.stage("execute"):
-                results = await self._executor.run(plan, decisions, request.inputs, trace, deadline)
+                results = await self._executor.run(
+                    plan, decisions, request.inputs, trace, deadline, unplaced
+                )
             with trace.stage("aggregate"):
                 subtasks = [summarise(results[s.id]) for s in plan.subtasks]
                 trace.plan["results"] = subtasks
@@ -72,13 +78,41 @@ class Pipeline:
             raise
         trace.finish(status)
         self._traces.record(trace)
-        return {
-            "request_id": trace.request_id,
-            "status": status,
-            "outputs": outputs,
-            "subtasks": subtasks,
-            "timings_ms": trace.rounded_timings(),
-        }
+        body: dict[str, Any] = {"request_id": trace.request_id, "status": status}
+        body["outputs"] = outputs
+        if auto is not None:
+            body["task"] = auto.task
+        body |= {"subtasks": subtasks, "timings_ms": trace.rounded_timings()}
+        return body
+
+    def _route(
+        self, plan: Plan, request: InferRequest, trace: Trace
+    ) -> tuple[dict[str, Decision], dict[str, HybridInferError]]:
+        """A decision per subtask. A soft subtask nothing can serve is left unplaced (the
+        answer is then ``partial``); a hard one fails the request. ``stays_local`` subtasks
+        (redaction, restoring values) are placed on the local tier whatever the route says."""
+        options = request.options
+        route_options = RouteOptions(options.route, options.prefer, options.max_latency_ms)
+        context = self._router.context(route_options, request.task, trace.key_id)
+        local_context = context
+        if options.route not in ("auto", "local") and any(s.stays_local for s in plan.subtasks):
+            local_options = RouteOptions("local", options.prefer, options.max_latency_ms)
+            local_context = self._router.context(local_options, request.task, trace.key_id)
+        decisions: dict[str, Decision] = {}
+        unplaced: dict[str, HybridInferError] = {}
+        for subtask in plan.subtasks:
+            try:
+                decision = self._router.decide(
+                    subtask, local_context if subtask.stays_local else context
+                )
+            except HybridInferError as error:
+                if not subtask.soft:
+                    raise
+                unplaced[subtask.id] = error
+                continue
+            decisions[subtask.id] = pin(decision, None if subtask.stays_local else options.model)
+        trace.decisions = [decision.describe() for decision in decisions.values()]
+        return decisions, unplaced
 
     def _deadline(self, request: InferRequest) -> float:
         """Monotonic deadline: the caller's timeout, capped by the task's (or the gateway's)."""

@@ -48,6 +48,8 @@ class Subtask:
     """A soft subtask may fail without failing the request (the answer is then ``partial``)."""
     latency_sensitive: bool = False
     """The caller waits on it interactively: policies may keep it off slow links."""
+    stays_local: bool = False
+    """Placed on the local tier even when the request forces another one."""
 
     def labels(self) -> dict[str, Any]:
         """The labels a trace shows for this subtask."""
@@ -61,6 +63,7 @@ class Subtask:
             "complexity": self.complexity,
             "soft": self.soft,
             "latency_sensitive": self.latency_sensitive,
+            "stays_local": self.stays_local,
         }
 
 

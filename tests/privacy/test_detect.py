@@ -31,6 +31,7 @@ def test_finds_each_kind(text: str, expected: list[tuple[str, str]]) -> None:
     "text",
     [
         "order 4111 1111 1111 1112",  # fails Luhn
+        "order 7911807944210807",  # passes Luhn, but no card network starts with 7
         "ssn 000-12-3456",  # invalid area
         "version 1.2.3.4.5 and 999.1.1.1",
         "at 12:30:45 on 2024-01-15",

@@ -27,6 +27,7 @@ from hybridinfer.errors import (
     UpstreamRejected,
     UpstreamUnavailable,
 )
+from hybridinfer.prompts import PROMPT_TASKS
 from hybridinfer.topology import Deployment, Node
 
 _JSON = {"Content-Type": "application/json"}
@@ -88,6 +89,16 @@ class OpenAIBackend(Backend):
         """Chat: ``message``, ``text``, ``finish_reason``, ``usage``; embedding: ``embeddings``."""
         if deployment.capability == "embedding":
             return await self._embed(node, deployment, inputs, timeout_s)
+        prompt = PROMPT_TASKS.get(deployment.capability)
+        if prompt is not None:  # a text step of a composite plan, asked as a chat
+            chat = {"messages": prompt.messages(inputs), "max_tokens": 200, "temperature": 0.0}
+            answer = await self._chat(node, deployment, chat, timeout_s)
+            return {prompt.output: answer["text"], "usage": answer["usage"]}
+        return await self._chat(node, deployment, inputs, timeout_s)
+
+    async def _chat(
+        self, node: Node, deployment: Deployment, inputs: Mapping[str, Any], timeout_s: float
+    ) -> dict[str, Any]:
         body = self._chat_body(deployment, inputs, stream=False)
         payload = await self._post(f"{node.url}/v1/chat/completions", body, timeout_s, deployment)
         try:

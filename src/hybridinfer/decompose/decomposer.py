@@ -6,8 +6,9 @@ import math
 from typing import Any
 
 from hybridinfer.decompose.inputs import STRUCTURED_TYPES, check_structured
-from hybridinfer.decompose.rules import InputSpec, RuleTable, TaskRule
-from hybridinfer.errors import InvalidInput, UnknownTask
+from hybridinfer.decompose.privacy import label_privacy
+from hybridinfer.decompose.rules import InputSpec, RuleTable, TaskRule, parse_rules
+from hybridinfer.errors import ConfigError, InvalidInput, SchemaViolation, UnknownTask
 from hybridinfer.plan import Plan, Privacy, Subtask
 
 
@@ -39,6 +40,12 @@ def check_input(name: str, spec: InputSpec, value: Any) -> int:
     return len(value)
 
 
+class InvalidRules(SchemaViolation):
+    """A rule table sent to the running gateway does not validate (422, names the line)."""
+
+    code = "invalid_rules"
+
+
 class Decomposer:
     """Plans requests from a rule table; swap the table with ``replace_rules`` to hot-reload."""
 
@@ -50,7 +57,18 @@ class Decomposer:
         return self._rules
 
     def replace_rules(self, rules: RuleTable) -> None:
+        """Swap in an already validated table (requests in flight keep their plans)."""
         self._rules = rules
+
+    def reload(self, text: str, source: str = "rules.yaml") -> RuleTable:
+        """Validate ``text`` and make it the running table; on error raise InvalidRules (with
+        the line of each problem) and keep the running one."""
+        try:
+            rules = parse_rules(text, source)
+        except ConfigError as error:
+            raise InvalidRules(error.message) from None
+        self.replace_rules(rules)
+        return rules
 
     def timeout_ms(self, task: str) -> int | None:
         """The task's own deadline ceiling, if its rule sets one (LLM chat needs longer)."""
@@ -66,7 +84,7 @@ class Decomposer:
         if rule is None:
             raise UnknownTask(f"unknown task {task!r}; known tasks: {', '.join(self.task_names())}")
         size = self._check_inputs(rule, inputs)
-        requested = privacy or Privacy.INTERNAL
+        labels = label_privacy(rule, inputs, privacy or Privacy.INTERNAL)
         subtasks = [
             Subtask(
                 id=step.id,
@@ -74,11 +92,12 @@ class Decomposer:
                 task=step.task,
                 inputs=dict(step.inputs),
                 depends_on=tuple(step.depends_on),
-                privacy=requested.at_least(step.privacy or Privacy.PUBLIC),
+                privacy=labels[step.id],
                 size=size,
                 complexity=step.complexity,
                 soft=step.soft,
                 latency_sensitive=step.latency_sensitive,
+                stays_local=step.stays_local,
             )
             for step in rule.subtasks
         ]

@@ -47,6 +47,10 @@ class SubtaskRule(_Strict):
     complexity: float = Field(default=0.5, ge=0.0, le=1.0)
     soft: bool = False
     latency_sensitive: bool = False
+    clean_outputs: list[str] = []
+    """Outputs free of raw personal data even when the inputs hold some (a redactor's texts)."""
+    stays_local: bool = False
+    """Runs on the local tier whatever ``options.route`` says (redaction, restoring values)."""
 
     @field_validator("inputs")
     @classmethod
@@ -112,6 +116,7 @@ def parse_rules(text: str, source: str = "rules.yaml") -> RuleTable:
 
 
 def load_rules(path: Path) -> RuleTable:
+    """Read and validate a rule file."""
     return parse_rules(path.read_text(encoding="utf-8"), str(path))
 
 

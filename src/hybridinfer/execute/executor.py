@@ -79,10 +79,18 @@ class Executor:
         request_inputs: Mapping[str, Any],
         trace: Trace,
         deadline: float,
+        unplaced: Mapping[str, HybridInferError] | None = None,
     ) -> dict[str, SubtaskResult]:
-        """Every subtask's result, keyed by subtask id (failures included, never raised)."""
+        """Every subtask's result, keyed by subtask id (failures included, never raised).
+
+        ``unplaced`` holds the routing error of each soft subtask no deployment could take;
+        those fail without running.
+        """
         done: dict[str, SubtaskResult] = {}
-        if len(plan.subtasks) == 1:  # the common case: no task objects, no scheduling
+        unplaced = unplaced or {}
+        if (
+            len(plan.subtasks) == 1 and not unplaced
+        ):  # the common case: no task objects, no scheduling
             subtask = plan.subtasks[0]
             done[subtask.id] = await self._run_one(
                 subtask, decisions[subtask.id], request_inputs, done, trace, deadline
@@ -94,6 +102,8 @@ class Executor:
             for dependency in subtask.depends_on:
                 await running[dependency]
             failed = [d for d in subtask.depends_on if done[d].status != "ok"]
+            if subtask.id in unplaced:
+                return SubtaskResult(subtask, "error", error=unplaced[subtask.id])
             if failed:
                 return SubtaskResult(
                     subtask,

@@ -25,6 +25,7 @@ from hybridinfer.gateway.openai import OPENAI_ROUTES
 from hybridinfer.gateway.policies import POLICY_ROUTES
 from hybridinfer.gateway.responses import error_response
 from hybridinfer.gateway.routes import ROUTES
+from hybridinfer.gateway.rules import RULE_ROUTES
 from hybridinfer.gateway.tasks import TASK_ROUTES
 
 
@@ -68,6 +69,7 @@ def create_app(
             *TASK_ROUTES,
             *METRICS_ROUTES,
             *POLICY_ROUTES,
+            *RULE_ROUTES,
             *OPENAI_ROUTES,
             *artifact_routes(plane),
         ],

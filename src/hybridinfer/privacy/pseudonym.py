@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
+from hybridinfer.errors import InvalidInput
 from hybridinfer.privacy.detect import detect
 
 PLACEHOLDER = re.compile(r"<(?P<kind>[A-Z]+)_(?P<number>\d+)>")
@@ -50,6 +52,9 @@ class Pseudonymiser:
             return {key: self.restore(item) for key, item in value.items()}
         return value
 
+    def __repr__(self) -> str:  # never the values: a mapping may end up in a log line
+        return f"Pseudonymiser({self.describe()})"
+
     def describe(self) -> dict[str, int]:
         """How many distinct values of each kind were replaced (safe to trace)."""
         return dict(Counter(placeholder[1:].rsplit("_", 1)[0] for placeholder in self._value_of))
@@ -66,3 +71,29 @@ class Pseudonymiser:
         self._placeholder_of[value] = placeholder
         self._value_of[placeholder] = value
         return placeholder
+
+
+def redact_step(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``redact`` step: every text input (a string or a list of strings) pseudonymised
+    under one mapping, returned under its own name, plus ``pseudonyms`` (the mapping, kept in
+    this request's memory for ``restore``) and ``found`` (counts per kind)."""
+    mapping = Pseudonymiser()
+    outputs: dict[str, Any] = {}
+    for name, value in inputs.items():
+        if isinstance(value, str):
+            outputs[name] = mapping.redact(value)
+        elif isinstance(value, list) and all(isinstance(item, str) for item in value):
+            outputs[name] = [mapping.redact(item) for item in value]
+        elif value is not None:
+            raise InvalidInput(f"redact: input {name!r} must be a string or a list of strings")
+    outputs["pseudonyms"] = mapping
+    outputs["found"] = mapping.describe()
+    return outputs
+
+
+def restore_step(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``restore`` step: ``text`` with the placeholders of ``pseudonyms`` put back."""
+    mapping = inputs.get("pseudonyms")
+    if not isinstance(mapping, Pseudonymiser):
+        raise InvalidInput("restore: input 'pseudonyms' must come from a redact step")
+    return {"text": mapping.restore(inputs.get("text"))}

@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+import pytest
+
+from hybridinfer.decompose.decomposer import Decomposer
+from hybridinfer.decompose.privacy import holds_personal_data
+from hybridinfer.decompose.rules import default_rules_path, load_rules
+from hybridinfer.plan import Privacy
+
+
+@pytest.fixture
+def decomposer() -> Decomposer:
+    return Decomposer(load_rules(default_rules_path()))
+
+
+def labels(
+    decomposer: Decomposer, task: str, inputs: dict[str, object], privacy: Privacy | None = None
+) -> dict[str, Privacy]:
+    plan = decomposer.plan(task, inputs, privacy)
+    return {subtask.id: subtask.privacy for subtask in plan.subtasks}
+
+
+def test_raw_personal_data_is_sensitive_and_pseudonymised_text_may_leave(
+    decomposer: Decomposer,
+) -> None:
+    got = labels(decomposer, "redact_and_summarize", {"text": "mail me at a@b.io"})
+    assert got == {
+        "redact": Privacy.SENSITIVE,
+        "summarize": Privacy.INTERNAL,
+        "restore": Privacy.SENSITIVE,  # reads the mapping, which holds the values
+    }
+
+
+def test_text_without_personal_data_stays_internal(decomposer: Decomposer) -> None:
+    got = labels(decomposer, "redact_and_summarize", {"text": "the weather is fine"})
+    assert set(got.values()) == {Privacy.INTERNAL}
+
+
+def test_declared_sensitive_request_lowers_only_after_redaction(decomposer: Decomposer) -> None:
+    got = labels(decomposer, "redact_and_summarize", {"text": "plain"}, Privacy.SENSITIVE)
+    assert got["redact"] is Privacy.SENSITIVE
+    assert got["summarize"] is Privacy.INTERNAL
+
+
+def test_taint_flows_through_steps_that_saw_raw_data(decomposer: Decomposer) -> None:
+    got = labels(decomposer, "document_qa", {"question": "is 10.0.0.1 ours?"})
+    assert got["retrieve"] is Privacy.SENSITIVE
+    assert got["redact"] is Privacy.SENSITIVE  # reads passages found with the raw question
+    assert got["answer"] is Privacy.INTERNAL
+
+
+def test_single_step_tasks_with_personal_data_become_sensitive(decomposer: Decomposer) -> None:
+    assert labels(decomposer, "sentiment", {"text": "call 415-555-2671"}) == {
+        "classify": Privacy.SENSITIVE
+    }
+    messages = [{"role": "user", "content": "my ssn is 123-45-6789"}]
+    assert labels(decomposer, "chat", {"messages": messages})["generate"] is Privacy.SENSITIVE
+
+
+def test_holds_personal_data() -> None:
+    assert holds_personal_data(["x", "a@b.io"])
+    assert not holds_personal_data([1.0, 2.0])
+    assert not holds_personal_data("nothing here")
