@@ -86,12 +86,11 @@ async def test_failed_writes_stay_buffered_until_the_store_recovers(tmp_path: Pa
     await unmigrated.close()
 
 
-async def test_replicas_migrating_at_once_do_not_collide(store_url: str) -> None:
+async def test_replicas_migrating_at_once_do_not_collide(postgres_url: str) -> None:
     """Three replicas start together on one fresh database: the advisory lock lets one
-    migrate while the others wait, then find the schema at head. (SQLite belongs to one
-    process, and Alembic's command API is not re-entrant within one, so it migrates once.)"""
-    if store_url.startswith("sqlite"):
-        pytest.skip("one process owns a SQLite store; replicas need PostgreSQL")
+    migrate while the others wait, then find the schema at head. (PostgreSQL only: a SQLite
+    store belongs to one process, so replicas never share one.)"""
+    store_url = postgres_url
     replicas = [SqlStore(store_url) for _ in range(3)]
     try:
         await asyncio.gather(*(replica.migrate() for replica in replicas))
