@@ -14,7 +14,7 @@ from hybridinfer.plan import Subtask
 from hybridinfer.route.budget import BudgetState
 from hybridinfer.route.policy import Prefer
 from hybridinfer.route.signals import Signals
-from hybridinfer.topology import Node, NodeStatus, Tier
+from hybridinfer.topology import Node, NodeStatus
 
 
 @dataclass(slots=True, frozen=True)
@@ -36,6 +36,8 @@ class RouteContext:
     task: str = ""
     key_id: str | None = None
     signals: dict[str, Any] = field(default_factory=dict)
+    tier_cache: dict[tuple[str, str | None], dict[str, Any]] = field(default_factory=dict)
+    """``node``/``network`` maps per (capability, task): subtasks alike share one snapshot."""
     request_rules: dict[int, bool] = field(default_factory=dict)
     """Results of conditions that read only request-wide signals, cached for the request."""
 
@@ -44,9 +46,13 @@ class RouteContext:
     ) -> dict[str, Any]:
         """The CEL activation for one subtask; ``node``/``network`` describe the nodes that
         can serve it (a slow cloud LLM node says nothing about the cloud sentiment node)."""
+        key = (subtask.capability, subtask.task)
+        tiers = self.tier_cache.get(key)
+        if tiers is None:
+            tiers = self.tier_cache[key] = tier_signals(nodes, signals)
         return {
             **self.signals,
-            **tier_signals(nodes, signals),
+            **tiers,
             "subtask": {
                 "id": subtask.id,
                 "capability": subtask.capability,
@@ -61,31 +67,30 @@ class RouteContext:
         }
 
 
+TIERS = ("local", "edge", "cloud")
+
+
 def tier_signals(nodes: Iterable[Node], signals: Signals) -> dict[str, Any]:
     """``node`` and ``network`` maps per tier (every tier present, so conditions never miss).
 
     Over several nodes of a tier: the highest load, and the lowest RTT (the best path there).
     """
-    node: dict[str, dict[str, Any]] = {}
-    network: dict[str, dict[str, Any]] = {}
-    for tier in Tier:
-        node[tier.value] = {"load": 0.0, "in_flight": 0, "ready": False, "count": 0}
-        network[tier.value] = {"rtt_ms": 0.0, "error_rate": 0.0}
-    rtts: dict[str, list[float]] = {tier.value: [] for tier in Tier}
+    node = {t: {"load": 0.0, "in_flight": 0, "ready": False, "count": 0} for t in TIERS}
+    network = {t: {"rtt_ms": float("inf"), "error_rate": 0.0} for t in TIERS}
     for item in nodes:
-        entry = node[item.tier.value]
+        tier = item.tier  # a StrEnum: it is its own key
+        entry = node[tier]
         entry["count"] += 1
         if item.status is not NodeStatus.READY:
             continue
         entry["ready"] = True
         entry["load"] = max(entry["load"], item.load)
         entry["in_flight"] += item.in_flight
-        rtts[item.tier.value].append(item.rtt_ms)
-        errors = [signals.error_rate(d.id) for d in item.deployments]
-        network[item.tier.value]["error_rate"] = max(
-            [network[item.tier.value]["error_rate"], *errors]
-        )
-    for tier_name, values in rtts.items():
-        if values:
-            network[tier_name]["rtt_ms"] = min(values)
+        path = network[tier]
+        path["rtt_ms"] = min(path["rtt_ms"], item.rtt_ms)
+        for deployment in item.deployments:
+            path["error_rate"] = max(path["error_rate"], signals.error_rate(deployment.id))
+    for path in network.values():
+        if path["rtt_ms"] == float("inf"):
+            path["rtt_ms"] = 0.0
     return {"node": node, "network": network}
