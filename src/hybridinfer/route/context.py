@@ -14,7 +14,7 @@ from hybridinfer.plan import Subtask
 from hybridinfer.route.budget import BudgetState
 from hybridinfer.route.policy import Prefer
 from hybridinfer.route.signals import Signals
-from hybridinfer.topology import Node, NodeStatus
+from hybridinfer.topology import Deployment, Node, NodeStatus
 
 
 @dataclass(slots=True, frozen=True)
@@ -36,6 +36,10 @@ class RouteContext:
     task: str = ""
     key_id: str | None = None
     signals: dict[str, Any] = field(default_factory=dict)
+    options_cache: dict[tuple[str, str | None], list[tuple[Node, Deployment, float]]] = field(
+        default_factory=dict
+    )
+    """Deployments (with expected latency) per (capability, task), looked up once."""
     tier_cache: dict[tuple[str, str | None], dict[str, Any]] = field(default_factory=dict)
     """``node``/``network`` maps per (capability, task): subtasks alike share one snapshot."""
     request_rules: dict[int, bool] = field(default_factory=dict)

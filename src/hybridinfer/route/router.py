@@ -12,9 +12,10 @@ from hybridinfer.plan import Privacy, Subtask
 from hybridinfer.registry import NodeRegistry
 from hybridinfer.route.budget import Ledger, MemoryLedger
 from hybridinfer.route.context import RouteContext, RouteOptions
+from hybridinfer.route.expressions import Prepared
 from hybridinfer.route.policy import CompiledPolicy, CompiledRule, Weights
 from hybridinfer.route.signals import Signals
-from hybridinfer.topology import NodeStatus, Zone
+from hybridinfer.topology import Deployment, Node, NodeStatus, Zone
 
 # Differences below these are noise: candidates within them score the same on that goal.
 _LATENCY_TOLERANCE_MS = 1.0
@@ -123,12 +124,11 @@ class Router:
         policy = self._policy()
         options = context.options
         candidates = [
-            Candidate(deployment=deployment, node=node)
-            for node, deployment in self._registry.candidates(subtask.capability, subtask.task)
+            Candidate(deployment=deployment, node=node, expected_latency_ms=latency)
+            for node, deployment, latency in self._options_for(subtask, context)
         ]
         for candidate in candidates:
             _filter(subtask, context, policy, candidate)
-            candidate.expected_latency_ms = self._expected_latency(candidate)
         rule = self._matching_rule(subtask, context, policy, candidates)
         if rule is not None and rule.rule.action == "deny":
             raise PolicyDenied(f"policy rule {rule.rule.name!r} refuses this subtask")
@@ -165,11 +165,25 @@ class Router:
             rules=[rule.rule.name] if rule is not None else [],
         )
 
-    def _expected_latency(self, candidate: Candidate) -> float:
+    def _options_for(
+        self, subtask: Subtask, context: RouteContext
+    ) -> list[tuple[Node, Deployment, float]]:
+        """Deployments able to run the subtask with their expected latency, once per request
+        and (capability, task): the subtasks of a plan share one look-up."""
+        key = (subtask.capability, subtask.task)
+        found = context.options_cache.get(key)
+        if found is None:
+            found = context.options_cache[key] = [
+                (node, deployment, self._expected_latency(node, deployment))
+                for node, deployment in self._registry.candidates(*key)
+            ]
+        return found
+
+    def _expected_latency(self, node: Node, deployment: Deployment) -> float:
         # Observed latency includes the network; a probe RTT alone shows a link that degraded
         # while no traffic used it. Take whichever is worse.
-        prior = candidate.deployment.latency_ms + candidate.node.rtt_ms
-        return max(self._signals.latency_ms(candidate.deployment.id, prior), prior)
+        prior = deployment.latency_ms + node.rtt_ms
+        return max(self._signals.latency_ms(deployment.id, prior), prior)
 
     def _matching_rule(
         self,
@@ -180,12 +194,14 @@ class Router:
     ) -> CompiledRule | None:
         if not policy.rules:
             return None
-        activation: dict[str, Any] | None = None
+        activation: Prepared | None = None
         cache = context.request_rules
         for index, rule in enumerate(policy.rules):
             if rule.per_subtask:
-                activation = activation or context.activation(
-                    subtask, {c.node.id: c.node for c in candidates}.values(), self._signals
+                activation = activation or Prepared(
+                    context.activation(
+                        subtask, {c.node.id: c.node for c in candidates}.values(), self._signals
+                    )
                 )
                 holds = rule.condition.holds(activation)
             elif index in cache:
