@@ -3,6 +3,7 @@ lifecycle. Everything stateful is created here and handed to whoever needs it.""
 
 from __future__ import annotations
 
+import functools
 import logging
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from hybridinfer.modelstore import ModelStore
 from hybridinfer.objectstore import open_store
 from hybridinfer.pipeline import Pipeline
 from hybridinfer.policycenter import PolicyCenter
+from hybridinfer.privacy.ner import NameFinder
 from hybridinfer.privacy.pseudonym import redact_step, restore_step
 from hybridinfer.prober import NodeProber
 from hybridinfer.queue import open_queue
@@ -150,8 +152,14 @@ class ControlPlane:
             url=f"inproc://{INPROCESS_NODE_ID}",
             protocol=InProcessBackend.protocol,
         )
+        finder = NameFinder() if self.settings.privacy_ner and NameFinder.available() else None
+        redact = (
+            redact_step if finder is None else functools.partial(redact_step, find_more=finder.find)
+        )
         operations = [
-            LocalOperation("redactor", "redact", redact_step, latency_ms=0.1),
+            LocalOperation(
+                "redactor", "redact", redact, blocking=finder is not None, latency_ms=0.1
+            ),
             LocalOperation("restorer", "restore", restore_step, latency_ms=0.1),
         ]
         models_dir = self.settings.resolved_models_dir

@@ -65,6 +65,11 @@ class Settings(BaseSettings):
         60_000, gt=0, description="Requests per minute allowed to each API key."
     )
     inference_threads: int = Field(2, ge=1, description="Threads running in-process models.")
+    privacy_ner: bool = Field(
+        True,
+        description="The redact step also pseudonymises names and places with spaCy's small "
+        "English model, when the `ner` extra is installed (patterns alone otherwise).",
+    )
     session_cache_bytes: int = Field(
         1 << 30,
         gt=0,

@@ -97,7 +97,10 @@ def test_personal_data_never_reaches_the_cloud_and_comes_back(
     for value in (EMAIL, PHONE, CARD):
         assert value in summary
     assert not PLACEHOLDER.search(summary)
-    assert answer["outputs"]["redacted"] == {"EMAIL": 1, "PHONE": 1, "CARD": 1}
+    found = answer["outputs"]["redacted"]  # plus NAME when the `ner` extra is installed
+    assert {kind: found[kind] for kind in ("EMAIL", "PHONE", "CARD")} == dict.fromkeys(
+        ("EMAIL", "PHONE", "CARD"), 1
+    )
     trace = client.get(f"/v1/traces/{answer['request_id']}", headers=auth())
     assert EMAIL not in trace.text
     assert CARD not in trace.text

@@ -97,7 +97,12 @@ def test_redact_and_summarize_in_the_cloud_never_sends_the_values(
         assert b"<EMAIL_1>" in sent
     summary = answer["outputs"]["summary"]
     assert summary.strip()
-    assert not ISSUED.search(summary), "every placeholder the model copied is restored"
+    # Gemma is a base model and may invent placeholders (<EMAIL_2>) that stand for nothing;
+    # every placeholder that was issued, and that the model copied, is restored.
+    issued = {match.group() for sent in proxy.bodies for match in ISSUED.finditer(sent.decode())}
+    assert "<EMAIL_1>" in issued
+    left = {match.group() for match in ISSUED.finditer(summary)}
+    assert not issued & left, "a placeholder the model copied was not restored"
 
 
 def test_describe_image_captions_in_the_cloud(proxied: tuple[Gateway, RecordingProxy]) -> None:

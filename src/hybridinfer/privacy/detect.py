@@ -98,3 +98,13 @@ def detect(text: str) -> list[Finding]:
             found.append(Finding(kind, start, end, match.group()))
     found.sort(key=lambda finding: finding.start)
     return found
+
+
+def merge(primary: list[Finding], extra: list[Finding]) -> list[Finding]:
+    """``primary`` plus the ``extra`` findings that overlap none of it, in order."""
+    kept = list(primary)
+    for finding in extra:
+        if all(finding.end <= other.start or other.end <= finding.start for other in primary):
+            kept.append(finding)
+    kept.sort(key=lambda finding: finding.start)
+    return kept

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hybridinfer.errors import InvalidInput
-from hybridinfer.privacy.detect import detect
+from hybridinfer.privacy.detect import Finding, detect, merge
 
 PLACEHOLDER = re.compile(r"<(?P<kind>[A-Z]+)_(?P<number>\d+)>")
 
@@ -21,7 +21,9 @@ PLACEHOLDER = re.compile(r"<(?P<kind>[A-Z]+)_(?P<number>\d+)>")
 class Pseudonymiser:
     """One request's mapping between personal values and their placeholders."""
 
-    def __init__(self) -> None:
+    def __init__(self, find_more: Callable[[str], list[Finding]] | None = None) -> None:
+        """``find_more``: an extra finder (NER names and places) besides the patterns."""
+        self._find_more = find_more
         self._placeholder_of: dict[str, str] = {}
         self._value_of: dict[str, str] = {}
         self._counts: Counter[str] = Counter()
@@ -34,7 +36,10 @@ class Pseudonymiser:
         self._reserved.update(match.group() for match in PLACEHOLDER.finditer(text))
         pieces: list[str] = []
         position = 0
-        for finding in detect(text):
+        findings = detect(text)
+        if self._find_more is not None:
+            findings = merge(findings, self._find_more(text))
+        for finding in findings:
             pieces.append(text[position : finding.start])
             pieces.append(self._placeholder(finding.kind, finding.value))
             position = finding.end
@@ -73,11 +78,13 @@ class Pseudonymiser:
         return placeholder
 
 
-def redact_step(inputs: Mapping[str, Any]) -> dict[str, Any]:
+def redact_step(
+    inputs: Mapping[str, Any], find_more: Callable[[str], list[Finding]] | None = None
+) -> dict[str, Any]:
     """The ``redact`` step: every text input (a string or a list of strings) pseudonymised
     under one mapping, returned under its own name, plus ``pseudonyms`` (the mapping, kept in
     this request's memory for ``restore``) and ``found`` (counts per kind)."""
-    mapping = Pseudonymiser()
+    mapping = Pseudonymiser(find_more)
     outputs: dict[str, Any] = {}
     for name, value in inputs.items():
         if isinstance(value, str):
