@@ -18,7 +18,7 @@ import aiohttp
 import orjson
 from yarl import URL
 
-from hybridinfer.backends.base import Backend
+from hybridinfer.backends.http import HttpBackend
 from hybridinfer.errors import (
     DeadlineExceeded,
     HybridInferError,
@@ -68,20 +68,10 @@ def _embedding(item: Any, model: str) -> list[float]:
     raise UpstreamError(f"{model}: embeddings response holds no vector")
 
 
-class OpenAIBackend(Backend):
+class OpenAIBackend(HttpBackend):
     """One pooled HTTP client for every OpenAI-compatible node."""
 
     protocol = "openai"
-
-    def __init__(self, connections: int = 100) -> None:
-        self._connections = connections
-        self._session: aiohttp.ClientSession | None = None
-
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(limit=self._connections, ttl_dns_cache=300)
-            self._session = aiohttp.ClientSession(connector=connector)
-        return self._session
 
     async def infer(
         self, node: Node, deployment: Deployment, inputs: Mapping[str, Any], timeout_s: float
@@ -245,9 +235,3 @@ class OpenAIBackend(Backend):
         if not isinstance(payload, dict):
             raise UpstreamError(f"{model}: response is not a JSON object")
         return payload
-
-    async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-        await asyncio.sleep(0)

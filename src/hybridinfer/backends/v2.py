@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,7 +9,7 @@ import aiohttp
 import orjson
 
 from hybridinfer import codec
-from hybridinfer.backends.base import Backend
+from hybridinfer.backends.http import HttpBackend
 from hybridinfer.errors import (
     DeadlineExceeded,
     UpstreamError,
@@ -23,20 +22,10 @@ from hybridinfer.topology import Deployment, Node
 _JSON = {"Content-Type": "application/json"}
 
 
-class V2Backend(Backend):
+class V2Backend(HttpBackend):
     """One pooled HTTP client for every V2 node."""
 
     protocol = "v2"
-
-    def __init__(self, connections: int = 100) -> None:
-        self._connections = connections
-        self._session: aiohttp.ClientSession | None = None
-
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(limit=self._connections, ttl_dns_cache=300)
-            self._session = aiohttp.ClientSession(connector=connector, json_serialize=str)
-        return self._session
 
     async def infer(
         self, node: Node, deployment: Deployment, inputs: Mapping[str, Any], timeout_s: float
@@ -96,9 +85,3 @@ class V2Backend(Backend):
                 return response.status == 200
         except (TimeoutError, aiohttp.ClientError, OSError):
             return False
-
-    async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-        await asyncio.sleep(0)

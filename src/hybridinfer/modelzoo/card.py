@@ -7,7 +7,6 @@ calibration that turns "send at most X % to the cloud" into a threshold.
 
 from __future__ import annotations
 
-import bisect
 import os
 import tempfile
 from datetime import datetime
@@ -17,6 +16,8 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
+
+from hybridinfer.route.calibration import threshold_for_share
 
 Capability = Literal["text-classification", "image-classification"]
 Task = Literal["sentiment", "digits"]
@@ -127,19 +128,12 @@ class Calibration(_Frozen):
 
         Interpolates linearly between the stored quantiles; ``share`` is clamped to [0, 1].
         """
-        if not self.confidence_quantiles:
+        threshold = threshold_for_share(
+            [point.model_dump() for point in self.confidence_quantiles], share
+        )
+        if threshold is None:
             raise ValueError("this card has no confidence quantiles")
-        share = min(max(share, 0.0), 1.0)
-        levels = [point.q for point in self.confidence_quantiles]
-        values = [point.confidence for point in self.confidence_quantiles]
-        right = bisect.bisect_left(levels, share)
-        if right == 0:
-            return values[0]
-        if right == len(levels):
-            return values[-1]
-        lo_q, hi_q = levels[right - 1], levels[right]
-        weight = (share - lo_q) / (hi_q - lo_q) if hi_q > lo_q else 0.0
-        return values[right - 1] + weight * (values[right] - values[right - 1])
+        return threshold
 
 
 class ModelCard(_Frozen):

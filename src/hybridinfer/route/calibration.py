@@ -12,7 +12,9 @@ from typing import Any
 from hybridinfer.route.policy import CascadeRule
 
 
-def _threshold_for_share(quantiles: list[dict[str, float]], share: float) -> float | None:
+def threshold_for_share(quantiles: list[dict[str, float]], share: float) -> float | None:
+    """The confidence below which about ``share`` of calls fall, interpolated linearly
+    between the stored ``{q, confidence}`` quantiles; ``share`` is clamped to [0, 1]."""
     if not quantiles:
         return None
     levels = [float(point["q"]) for point in quantiles]
@@ -44,7 +46,7 @@ def resolve_threshold(rule: CascadeRule, calibration: dict[str, Any]) -> float |
     if rule.threshold is not None:
         return rule.threshold
     if rule.target_cloud_share is not None:
-        return _threshold_for_share(
+        return threshold_for_share(
             list(calibration.get("confidence_quantiles") or []), rule.target_cloud_share
         )
     if rule.max_quality_drop is not None and calibration.get("cascade"):
