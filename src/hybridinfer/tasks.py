@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from hybridinfer.decompose.auto import AUTO_TASK, choose_task
 from hybridinfer.decompose.decomposer import Decomposer
 from hybridinfer.errors import HybridInferError, InvalidRequest, NotFound
 from hybridinfer.keys import Principal
@@ -52,7 +53,11 @@ class TaskService:
         """Store and enqueue ``request``; its task id. Bad input fails here, not later."""
         if idempotency_key is not None and not _IDEMPOTENCY_KEY.match(idempotency_key):
             raise InvalidRequest("Idempotency-Key must be 1 to 200 visible ASCII characters")
-        self._decomposer.plan(request.task, request.inputs, request.options.privacy)
+        task, inputs = request.task, request.inputs
+        if task == AUTO_TASK:  # the worker picks again; the same rule gives the same plan
+            choice = choose_task(inputs)
+            task, inputs = choice.task, choice.inputs
+        self._decomposer.plan(task, inputs, request.options.privacy)
         body = orjson.dumps(request.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)
         digest = hashlib.sha256(body).hexdigest()
         record = await self._tasks.create(

@@ -66,3 +66,15 @@ def test_metrics_count_trace_writes_and_tasks(client: TestClient, plane: Control
     assert "hybridinfer_trace_writes_dropped_total 0" in text
     assert 'hybridinfer_tasks_total{outcome="completed"} 1' in text
     assert "hybridinfer_task_queue_depth 0" in text
+
+
+def test_an_auto_task_is_planned_at_submit_and_run_by_the_worker(client: TestClient) -> None:
+    submitted = client.post(
+        "/v1/tasks", json={"task": "auto", "inputs": {"text": "I love this"}}, headers=auth()
+    )
+    assert submitted.status_code == 202, submitted.text
+    done = wait_done(client, submitted.json()["task_id"])
+    assert done["result"]["task"] == "sentiment"
+    assert done["result"]["outputs"]["label"] == "positive"
+    empty = client.post("/v1/tasks", json={"task": "auto", "inputs": {}}, headers=auth())
+    assert empty.status_code == 400
