@@ -19,6 +19,7 @@ from hybridinfer.decompose.decomposer import Decomposer
 from hybridinfer.decompose.rules import default_rules_path, load_rules
 from hybridinfer.embedder import Embedder
 from hybridinfer.errors import ConfigError
+from hybridinfer.execute.breaker import Breakers
 from hybridinfer.execute.executor import Executor
 from hybridinfer.execute.streaming import StreamExecutor
 from hybridinfer.keys import KeyRing, generate_key
@@ -74,7 +75,12 @@ class ControlPlane:
             MemoryLedger() if settings.cache == "memory" else CacheLedger(self.cache)
         )
         self.decomposer = Decomposer(load_rules(settings.rules_file or default_rules_path()))
-        self.router = Router(self.registry, self.signals, self.policies.current, self.ledger)
+        self.breakers = Breakers(
+            settings.breaker_failures, settings.breaker_open_s, settings.breaker_max_open_s
+        )
+        self.router = Router(
+            self.registry, self.signals, self.policies.current, self.ledger, self.breakers
+        )
         self.traces = TraceSink(self.store)
         self.rate_limiter = RateLimiter(
             settings.rate_limit_per_minute, self.cache, settings.rate_limit_mode
@@ -90,7 +96,11 @@ class ControlPlane:
         self.backends[OpenAIBackend.protocol] = self.openai
         self.prober = NodeProber(self.registry, self.backends, settings.probe_interval_s)
         self.executor = Executor(
-            self.backends, self.signals, self.ledger, lambda: self.policies.current().policy.budget
+            self.backends,
+            self.signals,
+            self.ledger,
+            lambda: self.policies.current().policy.budget,
+            breakers=self.breakers,
         )
         self.pipeline = Pipeline(
             self.decomposer,

@@ -105,6 +105,15 @@ class Settings(BaseSettings):
         description="Nodes known without registering, e.g. OpenAI-compatible upstreams "
         "(protocol `openai`: llama.cpp's server, vLLM, a cloud API); probed for health.",
     )
+    breaker_failures: int = Field(
+        3, ge=1, description="Consecutive upstream failures that open a deployment's breaker."
+    )
+    breaker_open_s: float = Field(
+        1.0, gt=0.0, description="How long a breaker stays open before a half-open trial."
+    )
+    breaker_max_open_s: float = Field(
+        30.0, gt=0.0, description="Longest open period (it doubles after each failed trial)."
+    )
     probe_interval_s: float = Field(
         1.0, gt=0.0, description="Health and RTT probe period of remote nodes (down on a miss)."
     )

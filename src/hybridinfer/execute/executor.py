@@ -12,8 +12,14 @@ from typing import Any
 from hybridinfer.backends.base import Backend
 from hybridinfer.decision import Candidate, Decision
 from hybridinfer.decompose.rules import split_reference
-from hybridinfer.errors import DeadlineExceeded, HybridInferError, UpstreamError
+from hybridinfer.errors import (
+    DeadlineExceeded,
+    HybridInferError,
+    UpstreamError,
+    UpstreamUnavailable,
+)
 from hybridinfer.execute.admission import PriorityLimiter
+from hybridinfer.execute.breaker import Breakers
 from hybridinfer.execute.spend import SpendGuard
 from hybridinfer.plan import Plan, Subtask
 from hybridinfer.route.budget import Ledger, MemoryLedger
@@ -58,10 +64,12 @@ class Executor:
         ledger: Ledger | None = None,
         budget: Callable[[], BudgetPolicy] = BudgetPolicy,
         max_in_flight_per_node: int = 64,
+        breakers: Breakers | None = None,
     ) -> None:
         self._backends = dict(backends)
         self._signals = signals
         self.spend = SpendGuard(ledger or MemoryLedger(), budget)
+        self.breakers = breakers or Breakers()
         self._per_node_limit = max_in_flight_per_node
         self._limiters: dict[str, PriorityLimiter] = {}
 
@@ -214,6 +222,9 @@ class Executor:
             backend = self._backends.get(node.protocol)
             if backend is None:
                 raise UpstreamError(f"no backend speaks {node.protocol!r}")
+            if not self.breakers.allows(deployment.id):  # opened since the decision was made
+                raise UpstreamUnavailable(f"{deployment.id}: circuit open", code="breaker_open")
+            self.breakers.on_start(deployment.id)
             try:
                 async with asyncio.timeout(remaining), self.limiter(node.id).slot(subtask.priority):
                     outputs = await self._call_within_budget(
@@ -225,10 +236,13 @@ class Executor:
             attempt.status = "error"
             attempt.error_code = error.error_code
             attempt.error = error.message
+            if error.error_code != "breaker_open":
+                self.breakers.on_result(deployment.id, error)
             raise
         finally:
             attempt.latency_ms = (time.perf_counter() - started) * 1000.0
             self._signals.observe(deployment.id, attempt.latency_ms, attempt.status == "ok")
+        self.breakers.on_result(deployment.id, None)
         confidence = outputs.get("confidence")
         attempt.confidence = confidence if isinstance(confidence, float) else None
         return outputs, attempt

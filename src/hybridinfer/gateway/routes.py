@@ -88,7 +88,12 @@ async def list_traces(request: Request) -> Response:
 
 @requires("admin")
 async def list_nodes(request: Request) -> Response:
-    return JSON({"nodes": [node.describe() for node in plane_of(request).registry.nodes()]})
+    plane = plane_of(request)
+    nodes = [node.describe() for node in plane.registry.nodes()]
+    for node in nodes:
+        for deployment in node["deployments"]:
+            deployment["breaker"] = plane.breakers.state(deployment["id"]).value
+    return JSON({"nodes": nodes})
 
 
 @requires("node")

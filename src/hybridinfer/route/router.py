@@ -8,6 +8,7 @@ from typing import Any
 
 from hybridinfer.decision import Candidate, Cascade, Decision
 from hybridinfer.errors import Forbidden, NoCapacity, PrivacyViolation, RateLimited
+from hybridinfer.execute.breaker import Breakers
 from hybridinfer.plan import Privacy, Subtask
 from hybridinfer.registry import NodeRegistry
 from hybridinfer.route.budget import Ledger, MemoryLedger
@@ -98,11 +99,13 @@ class Router:
         signals: Signals,
         policy: Callable[[], CompiledPolicy],
         ledger: Ledger | None = None,
+        breakers: Breakers | None = None,
     ) -> None:
         self._registry = registry
         self._signals = signals
         self._policy = policy
         self.ledger = ledger or MemoryLedger()
+        self._breakers = breakers or Breakers()
 
     def context(
         self, options: RouteOptions, task: str = "", key_id: str | None = None
@@ -129,6 +132,11 @@ class Router:
         ]
         for candidate in candidates:
             _filter(subtask, context, policy, candidate)
+            if candidate.rejected_by is None and not self._breakers.allows(candidate.deployment.id):
+                candidate.rejected_by = "breaker"
+                candidate.detail = (
+                    f"circuit open after repeated failures of {candidate.deployment.id}"
+                )
         rule = self._matching_rule(subtask, context, policy, candidates)
         if rule is not None and rule.rule.action == "deny":
             raise PolicyDenied(f"policy rule {rule.rule.name!r} refuses this subtask")

@@ -1,0 +1,137 @@
+"""Circuit breakers, one per deployment: closed → open → half-open → closed.
+
+A deployment that fails ``failure_threshold`` times in a row opens its breaker: the router stops
+placing work on it for ``open_seconds`` (doubling, up to ``max_open_seconds``, each time a trial
+fails). Then the breaker is half-open: one trial call is let through; success closes it,
+failure opens it again. Only upstream failures count (unreachable, 5xx, deadline): a request
+the model rejects as malformed says nothing about the deployment's health.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+
+from hybridinfer.errors import DeadlineExceeded, HybridInferError, UpstreamError
+
+Clock = Callable[[], float]
+
+
+class BreakerState(StrEnum):
+    CLOSED = "closed"
+    OPEN = "open"
+    HALF_OPEN = "half_open"
+
+
+def counts_against(error: HybridInferError) -> bool:
+    """Whether an error says the deployment is unhealthy."""
+    return isinstance(error, UpstreamError | DeadlineExceeded) and error.error_code not in (
+        "upstream_rejected",
+        "budget_exhausted",
+    )
+
+
+@dataclass(slots=True)
+class CircuitBreaker:
+    """The breaker of one deployment."""
+
+    failure_threshold: int = 3
+    open_seconds: float = 1.0
+    max_open_seconds: float = 30.0
+    failures: int = 0
+    opened_at: float | None = None
+    cooldown: float = 0.0
+    trial_in_flight: bool = False
+
+    def state(self, now: float) -> BreakerState:
+        if self.opened_at is None:
+            return BreakerState.CLOSED
+        if now - self.opened_at < self.cooldown:
+            return BreakerState.OPEN
+        return BreakerState.HALF_OPEN
+
+    def allows(self, now: float) -> bool:
+        """Closed, or half-open with no trial call out yet."""
+        state = self.state(now)
+        return state is BreakerState.CLOSED or (
+            state is BreakerState.HALF_OPEN and not self.trial_in_flight
+        )
+
+    def on_start(self, now: float) -> None:
+        if self.state(now) is BreakerState.HALF_OPEN:
+            self.trial_in_flight = True
+
+    def on_success(self) -> None:
+        self.failures = 0
+        self.opened_at = None
+        self.cooldown = 0.0
+        self.trial_in_flight = False
+
+    def on_failure(self, now: float) -> None:
+        was_trial = self.trial_in_flight
+        self.trial_in_flight = False
+        self.failures += 1
+        if was_trial:  # the trial failed: open again, for longer
+            self.opened_at = now
+            self.cooldown = min(max(self.cooldown * 2, self.open_seconds), self.max_open_seconds)
+        elif self.opened_at is None and self.failures >= self.failure_threshold:
+            self.opened_at = now
+            self.cooldown = self.open_seconds
+
+
+class Breakers:
+    """Every deployment's breaker; read by the router, written by the executor."""
+
+    def __init__(
+        self,
+        failure_threshold: int = 3,
+        open_seconds: float = 1.0,
+        max_open_seconds: float = 30.0,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        self._settings = (failure_threshold, open_seconds, max_open_seconds)
+        self._clock = clock
+        self._by_deployment: dict[str, CircuitBreaker] = {}
+
+    def _breaker(self, deployment_id: str) -> CircuitBreaker:
+        breaker = self._by_deployment.get(deployment_id)
+        if breaker is None:
+            threshold, open_s, max_open_s = self._settings
+            breaker = self._by_deployment[deployment_id] = CircuitBreaker(
+                threshold, open_s, max_open_s
+            )
+        return breaker
+
+    def allows(self, deployment_id: str) -> bool:
+        breaker = self._by_deployment.get(deployment_id)
+        return breaker is None or breaker.allows(self._clock())
+
+    def state(self, deployment_id: str) -> BreakerState:
+        breaker = self._by_deployment.get(deployment_id)
+        return BreakerState.CLOSED if breaker is None else breaker.state(self._clock())
+
+    def on_start(self, deployment_id: str) -> None:
+        breaker = self._by_deployment.get(deployment_id)
+        if breaker is not None:
+            breaker.on_start(self._clock())
+
+    def on_result(self, deployment_id: str, error: HybridInferError | None) -> None:
+        if error is None:
+            breaker = self._by_deployment.get(deployment_id)
+            if breaker is not None:
+                breaker.on_success()
+        elif counts_against(error):
+            self._breaker(deployment_id).on_failure(self._clock())
+        else:
+            self._breaker(deployment_id).trial_in_flight = False
+
+    def states(self) -> dict[str, str]:
+        """Every breaker that is not closed, by deployment id."""
+        now = self._clock()
+        return {
+            deployment_id: breaker.state(now).value
+            for deployment_id, breaker in self._by_deployment.items()
+            if breaker.state(now) is not BreakerState.CLOSED
+        }
