@@ -27,6 +27,7 @@ from hybridinfer.gateway.responses import error_response
 from hybridinfer.gateway.routes import ROUTES
 from hybridinfer.gateway.rules import RULE_ROUTES
 from hybridinfer.gateway.tasks import TASK_ROUTES
+from hybridinfer.metrics import Metrics
 
 
 class MethodNotAllowed(HybridInferError):
@@ -83,4 +84,6 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.control_plane = plane
+    app.state.metrics = metrics = Metrics(plane)
+    plane.traces.observers.append(metrics.requests.record)
     return app

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import logging
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from hybridinfer.store.sql import SqlStore, StoreUnavailable
@@ -41,6 +42,8 @@ class TraceSink:
         self._flushing = asyncio.Lock()
         self.dropped = 0
         self.written = 0
+        self.observers: list[Callable[[Trace], None]] = []
+        """Called with every finished trace (the request metrics); must be cheap."""
 
     @property
     def buffered(self) -> int:
@@ -49,6 +52,8 @@ class TraceSink:
 
     def record(self, trace: Trace) -> None:
         """Queue a finished trace; never blocks, never raises."""
+        for observe in self.observers:
+            observe(trace)
         body = trace.describe()
         body["key_id"] = trace.key_id
         self._recent[trace.request_id] = body
