@@ -39,6 +39,7 @@ unit: install
 
 bench: install
 	$(BIN)/python -m bench.overhead
+	$(BIN)/python -m bench.metrics_cost
 	$(BIN)/python bench/cascade.py
 
 ## Replicas on the machine's PostgreSQL, Redis and NATS (bench/results/scaleout.json).
