@@ -6,9 +6,8 @@ Request metrics are written once per request, from the trace, never inside the h
 breakers, budget, queue and trace-write counters) is read from the control plane by
 ``PlaneCollector`` at scrape time, so it costs nothing per request.
 
-Node-side metric, exported by ``hybridinfer node`` processes, not by the gateway:
-``hybridinfer_model_cache_disk_used_ratio{node}`` (0..1, the filesystem holding the node's
-model cache). The alert rules in ``deploy/prometheus/alerts.yml`` use it.
+Node-side metric, exported by ``hybridinfer node`` processes (``node/metrics.py``), not by
+the gateway: ``hybridinfer_model_cache_disk_used_ratio{node}``.
 """
 
 from __future__ import annotations

@@ -123,7 +123,8 @@ async def serve_node(settings: NodeSettings) -> None:
     repository.history = history
     repository.preload(history.most_requested(settings.preload))
     token = settings.token.get_secret_value() if settings.token else None
-    app = create_node_app(repository, _background(settings, repository, history), token)
+    background = _background(settings, repository, history)
+    app = create_node_app(repository, background, token, settings.id, settings.cache_dir)
     server = uvicorn.Server(
         uvicorn.Config(
             app, host=settings.host, port=settings.port, log_level="warning", access_log=False

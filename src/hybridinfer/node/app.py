@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy.typing as npt
@@ -26,6 +27,7 @@ from hybridinfer.binarytensor import HEADER, from_binary, split_body, to_binary
 from hybridinfer.errors import HybridInferError, InvalidInput, InvalidJSON
 from hybridinfer.gateway.responses import JSON
 from hybridinfer.node.faults import FaultInjector
+from hybridinfer.node.metrics import metrics
 from hybridinfer.node.repository import ModelRepository
 from hybridinfer.tensors import datatype_of, to_array, to_tensor
 
@@ -207,8 +209,13 @@ def create_node_app(
     repository: ModelRepository,
     background: Callable[[], AbstractAsyncContextManager[None]] | None = None,
     admin_token: str | None = None,
+    node_id: str = "node",
+    cache_dir: Path = Path("."),
 ) -> Starlette:
     """The V2 server; ``background`` (registration, heartbeats) runs for the app's lifetime.
+
+    ``GET /metrics`` reports the disk use under ``cache_dir`` (node/metrics.py), unauthenticated
+    like the V2 health endpoints.
 
     With ``admin_token`` (the node token), ``/admin/faults`` accepts fault-injection drills.
     """
@@ -236,6 +243,7 @@ def create_node_app(
         Route("/v2/repository/index", repository_index, methods=["POST"]),
         Route(prefix + "/infer", infer, methods=["POST"]),
         Route(prefix + "/versions/{version}/infer", infer, methods=["POST"]),
+        Route("/metrics", metrics, methods=["GET"]),
     ]
     app = Starlette(
         routes=routes,
@@ -244,4 +252,6 @@ def create_node_app(
         lifespan=lifespan,
     )
     app.state.repository = repository
+    app.state.node_id = node_id
+    app.state.cache_dir = cache_dir
     return app
