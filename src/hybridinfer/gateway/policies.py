@@ -6,8 +6,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from hybridinfer.errors import NotFound, SchemaViolation
-from hybridinfer.gateway.responses import JSON, read_json, read_text
+from hybridinfer.errors import NotFound
+from hybridinfer.gateway.responses import JSON, read_yaml_document
 from hybridinfer.gateway.routes import plane_of, requires
 
 
@@ -31,14 +31,7 @@ async def get_policy(request: Request) -> Response:
 async def apply_policy(request: Request) -> Response:
     """Body: the policy YAML (``application/yaml``) or ``{"policy": "<yaml>"}``."""
     plane = plane_of(request)
-    limit = plane.settings.max_body_bytes
-    if "yaml" in request.headers.get("content-type", ""):
-        text = await read_text(request, limit)
-    else:
-        given = (await read_json(request, limit)).get("policy")
-        if not isinstance(given, str):
-            raise SchemaViolation('send the policy as YAML, or as {"policy": "<yaml text>"}')
-        text = given
+    text = await read_yaml_document(request, plane.settings.max_body_bytes, "policy")
     compiled = await plane.policies.apply(text, request.state.principal.key_id)
     return JSON(
         {"version": compiled.version, "status": "active", "thresholds": compiled.thresholds},

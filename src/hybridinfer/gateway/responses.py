@@ -90,3 +90,13 @@ def parse_body(model: type[Body], body: dict[str, Any]) -> Body:
         ]
         summary = "; ".join(f"{p['field']}: {p['problem']}" for p in problems[:5])
         raise SchemaViolation(f"invalid request: {summary}", details={"errors": problems}) from None
+
+
+async def read_yaml_document(request: Request, max_bytes: int, field: str) -> str:
+    """A YAML document sent as ``application/yaml``, or as ``{"<field>": "<yaml text>"}``."""
+    if "yaml" in request.headers.get("content-type", ""):
+        return await read_text(request, max_bytes)
+    given = (await read_json(request, max_bytes)).get(field)
+    if not isinstance(given, str):
+        raise SchemaViolation(f'send the {field} as YAML, or as {{"{field}": "<yaml text>"}}')
+    return given

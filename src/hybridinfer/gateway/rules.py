@@ -7,8 +7,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from hybridinfer.errors import SchemaViolation
-from hybridinfer.gateway.responses import JSON, read_json, read_text
+from hybridinfer.gateway.responses import JSON, read_yaml_document
 from hybridinfer.gateway.routes import plane_of, requires
 
 
@@ -23,14 +22,7 @@ async def list_rules(request: Request) -> Response:
 async def replace_rules(request: Request) -> Response:
     """Body: the rule YAML (``application/yaml``) or ``{"rules": "<yaml>"}``."""
     plane = plane_of(request)
-    limit = plane.settings.max_body_bytes
-    if "yaml" in request.headers.get("content-type", ""):
-        text = await read_text(request, limit)
-    else:
-        given = (await read_json(request, limit)).get("rules")
-        if not isinstance(given, str):
-            raise SchemaViolation('send the rules as YAML, or as {"rules": "<yaml text>"}')
-        text = given
+    text = await read_yaml_document(request, plane.settings.max_body_bytes, "rules")
     rules = plane.decomposer.reload(text)
     return JSON({"version": rules.version, "tasks": sorted(rules.tasks)})
 
