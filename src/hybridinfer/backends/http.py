@@ -2,9 +2,26 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import aiohttp
+import orjson
 
 from hybridinfer.backends.base import Backend
+from hybridinfer.errors import DeadlineExceeded, UpstreamError, UpstreamUnavailable
+
+JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+def json_object(raw: bytes, status: int, model: str) -> dict[str, Any]:
+    """An upstream's body as a JSON object; UpstreamError when it is not one."""
+    try:
+        payload = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise UpstreamError(f"{model}: HTTP {status} with a body that is not JSON") from None
+    if not isinstance(payload, dict):
+        raise UpstreamError(f"{model}: HTTP {status}: the body is not a JSON object")
+    return payload
 
 
 class HttpBackend(Backend):
@@ -19,6 +36,18 @@ class HttpBackend(Backend):
             connector = aiohttp.TCPConnector(limit=self._connections, ttl_dns_cache=300)
             self._session = aiohttp.ClientSession(connector=connector)
         return self._session
+
+    async def _send(self, url: str, body: bytes, timeout_s: float, model: str) -> tuple[int, bytes]:
+        """POST JSON; the status and raw body, with transport failures mapped to our errors."""
+        try:
+            async with self._client().post(
+                url, data=body, headers=JSON_HEADERS, timeout=aiohttp.ClientTimeout(total=timeout_s)
+            ) as response:
+                return response.status, await response.read()
+        except TimeoutError:
+            raise DeadlineExceeded(f"{model} did not answer within the deadline") from None
+        except (aiohttp.ClientError, OSError) as exc:
+            raise UpstreamUnavailable(f"{model}: {type(exc).__name__}: {exc}") from None
 
     async def aclose(self) -> None:
         if self._session is not None:

@@ -18,7 +18,7 @@ import aiohttp
 import orjson
 from yarl import URL
 
-from hybridinfer.backends.http import HttpBackend
+from hybridinfer.backends.http import JSON_HEADERS, HttpBackend, json_object
 from hybridinfer.errors import (
     DeadlineExceeded,
     HybridInferError,
@@ -30,7 +30,6 @@ from hybridinfer.errors import (
 from hybridinfer.prompts import PROMPT_TASKS
 from hybridinfer.topology import Deployment, Node
 
-_JSON = {"Content-Type": "application/json"}
 GENERATION_PARAMETERS = ("max_tokens", "temperature", "top_p", "stop", "seed")
 """Chat inputs passed through to the upstream besides ``messages``."""
 
@@ -118,7 +117,7 @@ class OpenAIBackend(HttpBackend):
         timeout = aiohttp.ClientTimeout(total=timeout_s)
         try:
             async with self._client().post(
-                url, data=body, headers=_JSON, timeout=timeout
+                url, data=body, headers=JSON_HEADERS, timeout=timeout
             ) as response:
                 if response.status >= 400:
                     raise _status_error(deployment.model, response.status, await response.read())
@@ -215,23 +214,7 @@ class OpenAIBackend(HttpBackend):
     async def _post(
         self, url: str, body: bytes, timeout_s: float, deployment: Deployment
     ) -> dict[str, Any]:
-        model = deployment.model
-        try:
-            async with self._client().post(
-                url, data=body, headers=_JSON, timeout=aiohttp.ClientTimeout(total=timeout_s)
-            ) as response:
-                raw = await response.read()
-                status = response.status
-        except TimeoutError:
-            raise DeadlineExceeded(f"{model} did not answer within the deadline") from None
-        except (aiohttp.ClientError, OSError) as exc:
-            raise UpstreamUnavailable(f"{model}: {type(exc).__name__}: {exc}") from None
+        status, raw = await self._send(url, body, timeout_s, deployment.model)
         if status >= 400:
-            raise _status_error(model, status, raw)
-        try:
-            payload = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            raise UpstreamError(f"{model}: HTTP {status} with a body that is not JSON") from None
-        if not isinstance(payload, dict):
-            raise UpstreamError(f"{model}: response is not a JSON object")
-        return payload
+            raise _status_error(deployment.model, status, raw)
+        return json_object(raw, status, deployment.model)

@@ -9,17 +9,13 @@ import aiohttp
 import orjson
 
 from hybridinfer import codec
-from hybridinfer.backends.http import HttpBackend
+from hybridinfer.backends.http import HttpBackend, json_object
 from hybridinfer.errors import (
-    DeadlineExceeded,
     UpstreamError,
     UpstreamRejected,
-    UpstreamUnavailable,
 )
 from hybridinfer.tensors import to_array, to_tensor
 from hybridinfer.topology import Deployment, Node
-
-_JSON = {"Content-Type": "application/json"}
 
 
 class V2Backend(HttpBackend):
@@ -53,26 +49,11 @@ class V2Backend(HttpBackend):
         return codec.decode(deployment, outputs)
 
     async def _post(self, url: str, body: bytes, timeout_s: float, model: str) -> dict[str, Any]:
-        try:
-            async with self._client().post(
-                url, data=body, headers=_JSON, timeout=aiohttp.ClientTimeout(total=timeout_s)
-            ) as response:
-                raw = await response.read()
-                status = response.status
-        except TimeoutError:
-            raise DeadlineExceeded(f"{model} did not answer within the deadline") from None
-        except (aiohttp.ClientError, OSError) as exc:
-            raise UpstreamUnavailable(f"{model}: {type(exc).__name__}: {exc}") from None
-        try:
-            payload = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            raise UpstreamError(f"{model}: HTTP {status} with a body that is not JSON") from None
+        status, raw = await self._send(url, body, timeout_s, model)
+        payload = json_object(raw, status, model)
         if status >= 400:
-            message = payload.get("error") if isinstance(payload, dict) else None
             error = UpstreamRejected if status < 500 else UpstreamError
-            raise error(f"{model}: HTTP {status}: {message or 'no error message'}")
-        if not isinstance(payload, dict):
-            raise UpstreamError(f"{model}: V2 response is not an object")
+            raise error(f"{model}: HTTP {status}: {payload.get('error') or 'no error message'}")
         return payload
 
     async def probe(self, node: Node, timeout_s: float) -> bool:
