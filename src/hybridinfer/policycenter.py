@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from hybridinfer import background
 from hybridinfer.errors import ConfigError, SchemaViolation
 from hybridinfer.registry import NodeRegistry
 from hybridinfer.route.calibration import resolve_threshold
@@ -97,10 +98,8 @@ class PolicyCenter:
         self._task = asyncio.create_task(self._poll(), name="policy-poll")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await background.cancel(self._task)
+        self._task = None
 
     async def apply(self, text: str, author: str | None) -> CompiledPolicy:
         """Validate and activate a new version; the running one stays if anything is wrong."""

@@ -9,11 +9,11 @@ see a degraded link, while recovery is trusted only as the probes keep answering
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Mapping
 
+from hybridinfer import background
 from hybridinfer.backends.base import Backend
 from hybridinfer.registry import NodeRegistry
 from hybridinfer.topology import Node, NodeStatus
@@ -71,8 +71,5 @@ class NodeProber:
             await asyncio.sleep(self._interval_s)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await background.cancel(self._task)
+        self._task = None

@@ -14,6 +14,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 
+from hybridinfer import background
 from hybridinfer.cache.base import CacheUnavailable
 from hybridinfer.errors import HybridInferError
 from hybridinfer.registry import NodeRegistry, node_from_registration
@@ -48,11 +49,8 @@ class ReplicaSync:
         self._task = asyncio.create_task(self._run(), name="replica-sync")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await background.cancel(self._task)
+        self._task = None
 
     async def sync_once(self) -> int:
         """Adopt registrations newer than what this replica knows; how many were adopted."""

@@ -13,11 +13,12 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 import aiohttp
 import orjson
 
+from hybridinfer import background
 from hybridinfer.schemas import Heartbeat, NodeRegistration
 
 log = logging.getLogger("hybridinfer.node")
@@ -97,12 +98,6 @@ class NodeAgent:
                     self.registered.clear()
                     await self.register(session)
 
-    @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
-        task = asyncio.create_task(self.run(), name="node-agent")
-        try:
-            yield
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+    def running(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """Run for the duration of a block (the node app's lifespan)."""
+        return background.running(self.run(), "node-agent")

@@ -16,12 +16,12 @@ import contextlib
 import logging
 import random
 import shutil
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
 from pydantic import TypeAdapter, ValidationError
 
+from hybridinfer import background
 from hybridinfer.artifact import ArtifactOffer
 from hybridinfer.node.repository import ModelRepository
 
@@ -117,12 +117,6 @@ class ModelPuller:
                 delay = 1.0
                 await asyncio.sleep(self._interval)
 
-    @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
-        task = asyncio.create_task(self.run(), name="model-puller")
-        try:
-            yield
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+    def running(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """Run for the duration of a block (the node app's lifespan)."""
+        return background.running(self.run(), "model-puller")

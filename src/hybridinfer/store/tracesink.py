@@ -13,6 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from hybridinfer import background
 from hybridinfer.store.sql import SqlStore, StoreUnavailable
 from hybridinfer.trace import Trace
 
@@ -80,11 +81,8 @@ class TraceSink:
         self._task = asyncio.create_task(self._run(), name="trace-sink")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await background.cancel(self._task)
+        self._task = None
         with contextlib.suppress(StoreUnavailable):
             await self.flush()
 
