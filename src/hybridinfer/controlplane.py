@@ -7,6 +7,7 @@ import functools
 import logging
 from pathlib import Path
 
+from hybridinfer.audit import AuditLog
 from hybridinfer.backends.base import Backend
 from hybridinfer.backends.inprocess import InProcessBackend, LocalOperation
 from hybridinfer.backends.onnx import OnnxBackend
@@ -64,6 +65,7 @@ class ControlPlane:
         self.store = SqlStore(settings.resolved_store_url)
         node_token = settings.node_token.get_secret_value() if settings.node_token else None
         self.keys = KeyRing(self.store, node_token)
+        self.audit = AuditLog(self.store)
         self.registry = NodeRegistry(settings.heartbeat_interval_s)
         self.signals = Signals()
         self.policies = PolicyCenter(

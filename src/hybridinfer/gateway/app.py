@@ -14,6 +14,7 @@ from starlette.responses import Response
 from hybridinfer.controlplane import ControlPlane
 from hybridinfer.errors import HybridInferError, NotFound
 from hybridinfer.gateway.artifacts import artifact_routes
+from hybridinfer.gateway.audit import AUDIT_ROUTES
 from hybridinfer.gateway.metrics import METRICS_ROUTES
 from hybridinfer.gateway.middleware import (
     AuthMiddleware,
@@ -71,6 +72,7 @@ def create_app(
             *METRICS_ROUTES,
             *POLICY_ROUTES,
             *RULE_ROUTES,
+            *AUDIT_ROUTES,
             *OPENAI_ROUTES,
             *artifact_routes(plane),
         ],

@@ -76,13 +76,18 @@ async def get_trace(request: Request) -> Response:
     return JSON(trace)
 
 
-@requires("admin")
-async def list_traces(request: Request) -> Response:
-    limit_text = request.query_params.get("limit", "50")
+def limit_of(request: Request, default: int = 50) -> int:
+    """The ``limit`` query parameter of a listing: a whole number from 1 to 1000."""
+    limit_text = request.query_params.get("limit", str(default))
     if not limit_text.isdigit() or not 1 <= int(limit_text) <= 1000:
         raise InvalidInput("limit must be a whole number from 1 to 1000")
+    return int(limit_text)
+
+
+@requires("admin")
+async def list_traces(request: Request) -> Response:
     status = request.query_params.get("status")
-    traces = await plane_of(request).traces.recent(int(limit_text), status)
+    traces = await plane_of(request).traces.recent(limit_of(request), status)
     return JSON({"traces": traces})
 
 

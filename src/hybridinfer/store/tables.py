@@ -97,3 +97,16 @@ tasks = Table(
     UniqueConstraint("key_id", "idempotency_key", name="uq_tasks_key_idempotency"),
     Index("ix_tasks_status", "status"),
 )
+
+audit_log = Table(
+    "audit_log",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at", Float, nullable=False, doc="unix time of the action"),
+    Column("actor", String(64), nullable=False, doc="key id of who acted, or 'system'"),
+    Column("action", String(64), nullable=False, doc="dotted name: policy.apply, key.revoke, ..."),
+    Column("target", String(300), nullable=False, doc="what it acted on: a version, a key id, ..."),
+    Column("before", Text, nullable=True, doc="the state before, JSON"),
+    Column("after", Text, nullable=True, doc="the state after, JSON"),
+    Index("ix_audit_log_action_at", "action", "at"),
+)
