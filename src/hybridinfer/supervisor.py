@@ -2,8 +2,8 @@
 
 Children are started through ``setpriv --pdeathsig TERM`` where util-linux provides it, so the
 kernel terminates them even when `up` itself is killed with SIGKILL. A supervised child that
-exits on its own is restarted with exponential backoff (1 s doubling to 64 s, reset after a
-minute of healthy running).
+exits on its own is restarted with exponential backoff (``backoff.py``: 1 s doubling to 64 s,
+reset after a minute of healthy running).
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import shutil
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from hybridinfer.backoff import Backoff
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +68,7 @@ class Supervised:
         self._watcher = asyncio.create_task(self._watch(), name=f"supervise-{self.name}")
 
     async def _watch(self) -> None:
-        delay = 1.0
+        backoff = Backoff()
         while not self._stopping:
             assert self.process is not None
             started = time.monotonic()
@@ -74,10 +76,11 @@ class Supervised:
             if self._stopping:
                 return
             if time.monotonic() - started > HEALTHY_AFTER_S:
-                delay = 1.0
-            log.warning("%s exited with %s; restarting in %.0f s", self.name, code, delay)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 64.0)
+                backoff.reset()
+            log.warning(
+                "%s exited with %s; restarting in %.0f s", self.name, code, backoff.current_s
+            )
+            await backoff.wait()
             if self._stopping:
                 return
             self.process = await spawn(self._command, env=self._env)

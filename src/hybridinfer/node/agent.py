@@ -12,13 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 from collections.abc import Callable
 
 import aiohttp
 import orjson
 
 from hybridinfer import background
+from hybridinfer.backoff import Backoff
 from hybridinfer.schemas import Heartbeat, NodeRegistration
 
 log = logging.getLogger("hybridinfer.node")
@@ -56,7 +56,7 @@ class NodeAgent:
         """Register, retrying with backoff (1 s doubling to 64 s, with jitter) until it works."""
         registration = self._registration()
         body = orjson.dumps(registration.model_dump(mode="json"))
-        delay = 1.0
+        backoff = Backoff()
         while True:
             try:
                 status = await self._post(session, "/v1/nodes", body)
@@ -67,9 +67,10 @@ class NodeAgent:
                     return
                 log.warning("registration refused: HTTP %d", status)
             except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-                log.warning("control plane unreachable (%s); retrying in %.0f s", exc, delay)
-            await asyncio.sleep(delay * random.uniform(0.8, 1.2))
-            delay = min(delay * 2, 64.0)
+                log.warning(
+                    "control plane unreachable (%s); retrying in %.0f s", exc, backoff.current_s
+                )
+            await backoff.wait()
 
     def _beat(self) -> bytes:
         return orjson.dumps(self._load().model_dump())

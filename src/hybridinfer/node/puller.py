@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import shutil
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from hybridinfer import background
 from hybridinfer.artifact import ArtifactOffer
+from hybridinfer.backoff import Backoff
 from hybridinfer.node.repository import ModelRepository
 
 log = logging.getLogger("hybridinfer.node")
@@ -103,18 +103,19 @@ class ModelPuller:
         return added
 
     async def run(self) -> None:
-        delay = 1.0
+        backoff = Backoff()
         timeout = aiohttp.ClientTimeout(total=120)
         async with aiohttp.ClientSession(timeout=timeout) as session:
             while True:
                 try:
                     await self.pull_all(session)
                 except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
-                    log.warning("model pull failed (%s); retrying in %.0f s", exc, delay)
-                    await asyncio.sleep(delay * random.uniform(0.8, 1.2))
-                    delay = min(delay * 2, 64.0)
+                    log.warning(
+                        "model pull failed (%s); retrying in %.0f s", exc, backoff.current_s
+                    )
+                    await backoff.wait()
                     continue
-                delay = 1.0
+                backoff.reset()
                 await asyncio.sleep(self._interval)
 
     def running(self) -> contextlib.AbstractAsyncContextManager[None]:
