@@ -131,3 +131,37 @@ async def object_store(
     )
     client.create_bucket(Bucket=bucket)
     yield S3Store(bucket, prefix="hybridinfer", client=client)
+
+
+@contextmanager
+def gateway_process(
+    data_dir: Path, models_dir: Path, admin_key: str, *flags: str, **config: Any
+) -> Iterator[tuple[str, Path]]:
+    """`hybridinfer gateway` (SQLite, in-memory cache and queue) on a free port with
+    ``config`` as its YAML file and ``flags`` on its command line; yields its base URL and the
+    file its stdout and stderr go to, once it is ready."""
+    import yaml
+
+    port = free_port()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    config_file = data_dir / "gateway.yaml"
+    settings = {"data_dir": str(data_dir), "models_dir": str(models_dir), **config}
+    config_file.write_text(yaml.safe_dump({"inference_threads": 1, **settings}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HYBRIDINFER_")}
+    env["HYBRIDINFER_BOOTSTRAP_KEY"] = admin_key
+    command = [sys.executable, "-m", "hybridinfer", "gateway", "--config", str(config_file)]
+    log = data_dir / "gateway.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [*command, "--port", str(port), *flags], env=env, stdout=output, stderr=output
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        try:
+            wait_for(url + "/readyz", 90)
+        except RuntimeError:
+            pytest.fail(f"the gateway did not become ready:\n{log.read_text()}")
+        yield url, log
+    finally:
+        process.terminate()
+        process.wait(timeout=20)

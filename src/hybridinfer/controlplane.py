@@ -47,6 +47,7 @@ from hybridinfer.store.tasks import TaskStore
 from hybridinfer.store.tracesink import TraceSink
 from hybridinfer.summarize import ExtractiveSummarizer, LazyEmbedder
 from hybridinfer.tasks import TaskService
+from hybridinfer.telemetry import Telemetry
 from hybridinfer.topology import Node, Tier, Zone
 from hybridinfer.worker import RetryPolicy, TaskWorker
 
@@ -84,6 +85,10 @@ class ControlPlane:
             self.registry, self.signals, self.policies.current, self.ledger, self.breakers
         )
         self.traces = TraceSink(self.store)
+        # OpenTelemetry spans, built from finished traces off the request path.
+        self.telemetry = None if settings.otel_exporter == "off" else Telemetry(settings)
+        if self.telemetry is not None:
+            self.traces.observers.append(self.telemetry.observe)
         self.rate_limiter = RateLimiter(
             settings.rate_limit_per_minute, self.cache, settings.rate_limit_mode
         )
@@ -213,6 +218,8 @@ class ControlPlane:
         elif not await self.store.has_admin_key():
             generated = await self.keys.create("bootstrap", {"admin"}, generate_key())
         self.traces.start()
+        if self.telemetry is not None:
+            self.telemetry.start()
         await self.queue.connect()
         self.worker.start()
         if not self.store.url.startswith("sqlite"):  # a shared store: other replicas exist
@@ -226,6 +233,8 @@ class ControlPlane:
         await self.prober.stop()
         await self.policies.stop()
         await self.traces.stop()
+        if self.telemetry is not None:
+            await self.telemetry.stop()
         for backend in self.backends.values():
             await backend.aclose()
         await self.objects.aclose()

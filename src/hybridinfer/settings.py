@@ -127,7 +127,31 @@ class Settings(BaseSettings):
     )
     llm_threads: int = Field(1, ge=1, description="CPU threads of each LLM server.")
     llm_context_tokens: int = Field(2048, ge=256, description="Context window of each LLM.")
-    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        "info", description="Least severe log level written (access lines are `info`)."
+    )
+    log_format: Literal["json", "text"] = Field(
+        "json",
+        description="Log lines as one JSON object each (with request_id and trace_id), or text.",
+    )
+    otel_exporter: Literal["off", "otlp", "console", "memory"] = Field(
+        "off",
+        description="OpenTelemetry spans of every request: off, OTLP/HTTP to otel_endpoint, "
+        "console (stderr), or memory (kept in process, for tests).",
+    )
+    otel_endpoint: str = Field(
+        "http://127.0.0.1:4318/v1/traces",
+        description="OTLP/HTTP traces endpoint (an OpenTelemetry Collector, Jaeger, Tempo, …).",
+    )
+    otel_service_name: str = Field(
+        "hybridinfer-gateway", description="`service.name` of the exported spans."
+    )
+    otel_sample_ratio: float = Field(
+        1.0,
+        ge=0.0,
+        le=1.0,
+        description="Share of new traces exported; a caller's traceparent sampled flag wins.",
+    )
     store_url_file: Path | None = Field(
         None, description="File holding the store URL (a mounted secret); beats store_url."
     )

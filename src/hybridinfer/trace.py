@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+from hybridinfer.tracecontext import TraceContext, current_or_new
+
 STAGES = ("gateway", "decompose", "route", "execute", "aggregate")
 """Stage names, used alike in traces, timings, spans, metrics and logs."""
 
@@ -27,8 +29,14 @@ class Attempt:
     error_code: str | None = None
     error: str | None = None
     confidence: float | None = None
+    started_at: float = field(default_factory=time.perf_counter)
+    """``perf_counter`` when the attempt was opened (right before its call)."""
 
-    def describe(self) -> dict[str, Any]:
+    def started_ms(self, origin: float) -> float:
+        """When it started, in ms after ``origin`` (the request's ``perf_counter`` arrival)."""
+        return (self.started_at - origin) * 1000.0
+
+    def describe(self, origin: float) -> dict[str, Any]:
         return {
             "subtask": self.subtask_id,
             "deployment": self.deployment,
@@ -38,6 +46,7 @@ class Attempt:
             "role": self.role,
             "status": self.status,
             "latency_ms": round(self.latency_ms, 3),
+            "started_ms": round(self.started_ms(origin), 3),
             "error_code": self.error_code,
             "error": self.error,
             "confidence": self.confidence,
@@ -53,7 +62,10 @@ class _StageTimer:
         self._start = 0.0
 
     def __enter__(self) -> None:
-        self._start = time.perf_counter()
+        self._start = start = time.perf_counter()
+        offsets = self._trace.offsets_ms
+        if self._name not in offsets:
+            offsets[self._name] = (start - self._trace.started) * 1000.0
 
     def __exit__(
         self,
@@ -80,8 +92,12 @@ class Trace:
     decisions: list[dict[str, Any]] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    offsets_ms: dict[str, float] = field(default_factory=dict)
+    """When each stage first started, in ms after the request arrived (for waterfalls)."""
     status: str = "running"
     error: dict[str, Any] | None = None
+    context: TraceContext = field(default_factory=current_or_new)
+    """Trace and span ids (the caller's trace, when it sent ``traceparent``)."""
 
     def stage(self, name: str) -> _StageTimer:
         """Time a stage: ``with trace.stage("route"): ...`` adds to ``timings_ms[name]``."""
@@ -110,7 +126,9 @@ class Trace:
             "created_at": self.created_at,
             "plan": self.plan,
             "decisions": self.decisions,
-            "attempts": [attempt.describe() for attempt in self.attempts],
+            "attempts": [attempt.describe(self.started) for attempt in self.attempts],
             "timings_ms": self.rounded_timings(),
+            "offsets_ms": {name: round(value, 3) for name, value in self.offsets_ms.items()},
             "error": self.error,
+            "trace_id": self.context.trace_id_hex,
         }

@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 import yaml
 
 from tests.conftest import ADMIN_KEY, REPO, auth
-from tests.peers import free_port
+from tests.peers import free_port, gateway_process
 
 PROMETHEUS = REPO / "deploy" / "prometheus"
 DASHBOARD = REPO / "deploy" / "grafana" / "hybridinfer.json"
@@ -70,33 +69,9 @@ def dashboard_queries() -> list[str]:
 @pytest.fixture
 def gateway(tmp_path: Path, models_dir: Path) -> Iterator[str]:
     """A real gateway process (embedded SQLite, in-memory cache and queue) on a free port."""
-    port = free_port()
-    config = tmp_path / "gateway.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "data_dir": str(tmp_path / "gateway"),
-                "models_dir": str(models_dir),
-                "inference_threads": 1,
-                "log_level": "warning",
-            }
-        )
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HYBRIDINFER_")}
-    env["HYBRIDINFER_BOOTSTRAP_KEY"] = ADMIN_KEY
-    command = [sys.executable, "-m", "hybridinfer", "gateway", "--config", str(config)]
-    log = tmp_path / "gateway.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [*command, "--port", str(port)], env=env, stdout=sink, stderr=subprocess.STDOUT
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until(lambda: ready(url), 90, lambda: f"gateway not ready:\n{log.read_text()}")
+    data_dir = tmp_path / "gateway"
+    with gateway_process(data_dir, models_dir, ADMIN_KEY, log_level="warning") as (url, _):
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import orjson
 
 from hybridinfer.backends.base import Backend
 from hybridinfer.errors import DeadlineExceeded, UpstreamError, UpstreamUnavailable
+from hybridinfer.tracecontext import outgoing_headers
 
 JSON_HEADERS = {"Content-Type": "application/json"}
 
@@ -38,10 +39,14 @@ class HttpBackend(Backend):
         return self._session
 
     async def _send(self, url: str, body: bytes, timeout_s: float, model: str) -> tuple[int, bytes]:
-        """POST JSON; the status and raw body, with transport failures mapped to our errors."""
+        """POST JSON (with the request's ``traceparent``); the status and raw body, with
+        transport failures mapped to our errors."""
         try:
             async with self._client().post(
-                url, data=body, headers=JSON_HEADERS, timeout=aiohttp.ClientTimeout(total=timeout_s)
+                url,
+                data=body,
+                headers=outgoing_headers(JSON_HEADERS),
+                timeout=aiohttp.ClientTimeout(total=timeout_s),
             ) as response:
                 return response.status, await response.read()
         except TimeoutError:

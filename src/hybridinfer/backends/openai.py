@@ -29,6 +29,7 @@ from hybridinfer.errors import (
 )
 from hybridinfer.prompts import PROMPT_TASKS
 from hybridinfer.topology import Deployment, Node
+from hybridinfer.tracecontext import outgoing_headers
 
 GENERATION_PARAMETERS = ("max_tokens", "temperature", "top_p", "stop", "seed")
 """Chat inputs passed through to the upstream besides ``messages``."""
@@ -117,7 +118,7 @@ class OpenAIBackend(HttpBackend):
         timeout = aiohttp.ClientTimeout(total=timeout_s)
         try:
             async with self._client().post(
-                url, data=body, headers=JSON_HEADERS, timeout=timeout
+                url, data=body, headers=outgoing_headers(JSON_HEADERS), timeout=timeout
             ) as response:
                 if response.status >= 400:
                     raise _status_error(deployment.model, response.status, await response.read())

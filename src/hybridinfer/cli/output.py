@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import sys
 import urllib.error
 import urllib.request
@@ -15,17 +14,16 @@ from typing import Any, TypeVar
 
 import click
 
+from hybridinfer import logs
 from hybridinfer.errors import HybridInferError
+from hybridinfer.logs import LogFormat
 
 Result = TypeVar("Result")
 
 
-def configure_logging(level: str) -> None:
-    logging.basicConfig(
-        level=level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+def configure_logging(level: str, log_format: LogFormat = "json") -> None:
+    """Every logger to stderr, one JSON object per line (default) or text (``logs.py``)."""
+    logs.configure_logging(level, log_format, sys.stderr)
 
 
 def run_async(coroutine: Coroutine[Any, Any, Result]) -> Result:

@@ -53,6 +53,7 @@ async def serve_gateway(settings: Settings, cloud_node: list[str] | None = None)
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=5,
+        log_config=None,  # uvicorn's loggers go through ours (cli/output.py)
     )
     server = GracefulServer(config)
     child: Supervised | None = None
@@ -128,6 +129,14 @@ def cloud_node_command(settings: Settings) -> list[str]:
     ]
 
 
+LOG_FORMAT = click.option(
+    "--log-format",
+    type=click.Choice(["json", "text"]),
+    default=None,
+    help="Log lines as JSON objects carrying request_id (default) or as text.",
+)
+
+
 @click.command()
 @click.option("--port", type=int, default=None, help="Gateway port (default 8080).")
 @click.option(
@@ -136,11 +145,14 @@ def cloud_node_command(settings: Settings) -> list[str]:
 @click.option(
     "--config", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None
 )
-def up(port: int | None, data_dir: Path | None, config: Path | None) -> None:
+@LOG_FORMAT
+def up(
+    port: int | None, data_dir: Path | None, config: Path | None, log_format: str | None
+) -> None:
     """Run everything on this host: gateway, local tier and a cloud node on loopback."""
     with cli_errors():
-        settings = load_settings(config, port=port, data_dir=data_dir)
-    configure_logging(settings.log_level)
+        settings = load_settings(config, port=port, data_dir=data_dir, log_format=log_format)
+    configure_logging(settings.log_level, settings.log_format)
     models_dir = settings.resolved_models_dir
     if any(
         not versions(models_dir, name) for name in settings.local_models + settings.cloud_models
@@ -183,9 +195,10 @@ async def serve_with_llms(settings: Settings, cloud_node: list[str]) -> None:
     "--config", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None
 )
 @click.option("--port", type=int, default=None, help="Gateway port.")
-def gateway(config: Path | None, port: int | None) -> None:
+@LOG_FORMAT
+def gateway(config: Path | None, port: int | None, log_format: str | None) -> None:
     """Run the control plane (gateway, router, local tier); nodes register with it."""
     with cli_errors():
-        settings = load_settings(config, port=port)
-    configure_logging(settings.log_level)
+        settings = load_settings(config, port=port, log_format=log_format)
+    configure_logging(settings.log_level, settings.log_format)
     run_async(serve_gateway(settings))

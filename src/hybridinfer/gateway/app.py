@@ -17,6 +17,7 @@ from hybridinfer.gateway.artifacts import artifact_routes
 from hybridinfer.gateway.audit import AUDIT_ROUTES
 from hybridinfer.gateway.metrics import METRICS_ROUTES
 from hybridinfer.gateway.middleware import (
+    AccessLogMiddleware,
     AuthMiddleware,
     ErrorMiddleware,
     RateLimitMiddleware,
@@ -78,6 +79,7 @@ def create_app(
         ],
         middleware=[
             Middleware(RequestIdMiddleware),
+            Middleware(AccessLogMiddleware),
             Middleware(ErrorMiddleware),
             Middleware(AuthMiddleware, keys=plane.keys),
             Middleware(RateLimitMiddleware, limiter=plane.rate_limiter),

@@ -1,5 +1,5 @@
 """Plain ASGI middleware, one concern each, composed by Starlette's fold (outermost first):
-request id → errors → authentication → rate limit."""
+request id → access log → errors → authentication → rate limit."""
 
 from __future__ import annotations
 
@@ -12,9 +12,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from hybridinfer.errors import HybridInferError, Unauthorized
 from hybridinfer.gateway.responses import error_response, valid_request_id
 from hybridinfer.keys import KeyRing, Principal
+from hybridinfer.logs import REQUEST_ID
 from hybridinfer.ratelimit import RateLimiter
+from hybridinfer.tracecontext import CURRENT, new_context
 
 log = logging.getLogger("hybridinfer.gateway")
+access_log = logging.getLogger("hybridinfer.access")
 
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz"})
 # Signed object URLs carry their own HMAC authorisation (objectstore/filesystem.py).
@@ -29,7 +32,9 @@ def _header(scope: Scope, name: bytes) -> str | None:
 
 
 class RequestIdMiddleware:
-    """Echo the caller's ``X-Request-ID`` (if well-formed) or make one; stamp arrival time."""
+    """Echo the caller's ``X-Request-ID`` (if well-formed) or make one; stamp arrival time;
+    join the caller's trace (W3C ``traceparent``). Request and trace ids are put in context
+    variables for log lines and outgoing calls."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -51,7 +56,53 @@ class RequestIdMiddleware:
                 message["headers"] = [*message.get("headers", []), (b"x-request-id", encoded)]
             await send(message)
 
-        await self.app(scope, receive, send_with_id)
+        request_token = REQUEST_ID.set(request_id)
+        context_token = CURRENT.set(new_context(_header(scope, b"traceparent")))
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            CURRENT.reset(context_token)
+            REQUEST_ID.reset(request_token)
+
+
+QUIET_PATHS = frozenset({"/healthz", "/readyz"})
+"""Probed every few seconds by orchestrators: not worth a line each."""
+
+
+class AccessLogMiddleware:
+    """One ``hybridinfer.access`` line per request (method, path, status, duration); the
+    request id comes from the context the request-id middleware set."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] != "http"
+            or scope["path"] in QUIET_PATHS
+            or not access_log.isEnabledFor(logging.INFO)
+        ):
+            await self.app(scope, receive, send)
+            return
+        status = 0
+
+        async def send_noting_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_noting_status)
+        finally:
+            elapsed_ms = (time.perf_counter() - scope["state"]["started"]) * 1000.0
+            access_log.info(
+                "%s %s %d",
+                scope["method"],
+                scope["path"],
+                status,
+                extra={"status": status, "duration_ms": round(elapsed_ms, 3)},
+            )
 
 
 class ErrorMiddleware:
@@ -123,6 +174,7 @@ class RateLimitMiddleware:
 
 
 __all__ = [
+    "AccessLogMiddleware",
     "AuthMiddleware",
     "ErrorMiddleware",
     "HybridInferError",

@@ -1,0 +1,125 @@
+"""The span tree built from a real request's trace, read back from the in-memory exporter:
+stages under ``gateway``, subtasks under ``execute``, attempts under their subtask, the
+attributes the issue asks for, and the caller's ``traceparent`` honoured."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+
+from hybridinfer.controlplane import ControlPlane
+from hybridinfer.gateway.app import create_app
+from hybridinfer.settings import Settings
+from tests.conftest import auth
+
+CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+CALLER_SPAN = "00f067aa0ba902b7"
+
+
+@pytest.fixture
+async def traced(settings: Settings) -> AsyncIterator[tuple[ControlPlane, httpx.AsyncClient]]:
+    plane = ControlPlane(settings.model_copy(update={"otel_exporter": "memory"}))
+    app = create_app(plane)
+    await plane.start()
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+            yield plane, client
+    finally:
+        await plane.stop()
+
+
+def exported(plane: ControlPlane) -> list[ReadableSpan]:
+    telemetry = plane.telemetry
+    assert telemetry is not None
+    telemetry.flush()
+    assert isinstance(telemetry.exporter, InMemorySpanExporter)
+    return list(telemetry.exporter.get_finished_spans())
+
+
+def children(spans: list[ReadableSpan], parent: ReadableSpan) -> list[ReadableSpan]:
+    assert parent.context is not None
+    return [s for s in spans if s.parent is not None and s.parent.span_id == parent.context.span_id]
+
+
+async def test_a_request_becomes_a_span_tree_in_the_callers_trace(
+    traced: tuple[ControlPlane, httpx.AsyncClient],
+) -> None:
+    plane, client = traced
+    headers = {**auth(), "traceparent": f"00-{CALLER_TRACE}-{CALLER_SPAN}-01"}
+    body = {"task": "sentiment", "inputs": {"text": "what a wonderful day"}}
+    response = await client.post("/v1/infer", json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    request_id = response.json()["request_id"]
+    spans = exported(plane)
+    (root,) = [s for s in spans if s.name == "gateway"]
+    assert root.context is not None
+    assert root.parent is not None
+    assert f"{root.context.trace_id:032x}" == CALLER_TRACE
+    assert f"{root.parent.span_id:016x}" == CALLER_SPAN
+    assert root.parent.is_remote
+    assert {s.context.trace_id for s in spans if s.context} == {root.context.trace_id}
+    assert root.attributes is not None
+    assert root.attributes["hybridinfer.request_id"] == request_id
+    assert root.attributes["hybridinfer.status"] == "ok"
+    stages = {s.name: s for s in children(spans, root)}
+    assert list(stages) == ["decompose", "route", "execute", "aggregate"]
+    assert root.start_time is not None
+    assert root.end_time is not None
+    for stage in stages.values():  # stages sit inside the request, in order
+        assert stage.start_time is not None
+        assert stage.end_time is not None
+        assert root.start_time <= stage.start_time <= stage.end_time <= root.end_time
+    assert stages["decompose"].end_time <= stages["route"].start_time  # type: ignore[operator]
+    (decision,) = stages["route"].events
+    assert decision.attributes is not None
+    assert decision.attributes["hybridinfer.tier"] == "local"
+    assert "hybridinfer.reason" in decision.attributes
+    (subtask,) = children(spans, stages["execute"])
+    assert subtask.attributes is not None
+    answer = response.json()["subtasks"][0]
+    for name in ("tier", "node", "model", "reason", "status"):
+        assert subtask.attributes[f"hybridinfer.{name}"] == answer[name], name
+    assert subtask.attributes["hybridinfer.request_id"] == request_id
+    (attempt,) = children(spans, subtask)
+    assert attempt.name == "attempt primary"
+    assert attempt.attributes is not None
+    assert attempt.attributes["hybridinfer.node"] == answer["node"]
+    assert attempt.attributes["hybridinfer.model"] == answer["model"]
+    assert attempt.attributes["hybridinfer.status"] == "ok"
+    assert subtask.start_time <= attempt.start_time <= attempt.end_time  # type: ignore[operator]
+    assert dict(root.resource.attributes)["service.name"] == "hybridinfer-gateway"
+
+
+async def test_a_failed_request_is_an_error_span_and_a_new_trace_without_a_caller(
+    traced: tuple[ControlPlane, httpx.AsyncClient],
+) -> None:
+    plane, client = traced
+    body = {"task": "sentiment", "inputs": {"text": "fine"}, "options": {"route": "edge"}}
+    response = await client.post("/v1/infer", json=body, headers=auth())
+    assert response.status_code == 503, response.text
+    (root,) = [s for s in exported(plane) if s.name == "gateway"]
+    assert root.parent is None
+    assert root.status.status_code is StatusCode.ERROR
+    assert root.attributes is not None
+    assert root.attributes["hybridinfer.error_code"] == response.json()["error"]["code"]
+    trace = (
+        await client.get(f"/v1/traces/{response.json()['error']['request_id']}", headers=auth())
+    ).json()
+    assert root.context is not None
+    assert trace["trace_id"] == f"{root.context.trace_id:032x}"
+
+
+async def test_an_unsampled_caller_exports_nothing(
+    traced: tuple[ControlPlane, httpx.AsyncClient],
+) -> None:
+    plane, client = traced
+    headers = {**auth(), "traceparent": f"00-{CALLER_TRACE}-{CALLER_SPAN}-00"}
+    body = {"task": "sentiment", "inputs": {"text": "fine"}}
+    assert (await client.post("/v1/infer", json=body, headers=headers)).status_code == 200
+    assert exported(plane) == []
