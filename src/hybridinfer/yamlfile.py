@@ -22,13 +22,30 @@ def _walk(node: yaml.Node, path: Path, lines: dict[Path, int]) -> Any:
     if isinstance(node, yaml.MappingNode):
         result: dict[Any, Any] = {}
         for key_node, value_node in node.value:
-            key = yaml.safe_load(yaml.serialize(key_node))
+            key = _scalar(key_node)
+            if not isinstance(key, str | int):
+                raise _BadNode(key_node, "a key must be text or a whole number")
             lines[(*path, key)] = key_node.start_mark.line + 1
             result[key] = _walk(value_node, (*path, key), lines)
         return result
     if isinstance(node, yaml.SequenceNode):
         return [_walk(item, (*path, index), lines) for index, item in enumerate(node.value)]
-    return yaml.safe_load(yaml.serialize(node))
+    return _scalar(node)
+
+
+class _BadNode(Exception):
+    def __init__(self, node: yaml.Node, problem: str) -> None:
+        super().__init__(problem)
+        self.line = node.start_mark.line + 1
+        self.problem = problem
+
+
+def _scalar(node: yaml.Node) -> Any:
+    """A node's value as safe_load would build it (``key:`` is None, ``2024-01-01`` a date)."""
+    try:
+        return yaml.constructor.SafeConstructor().construct_object(node, deep=True)
+    except (yaml.YAMLError, ValueError, TypeError) as exc:  # e.g. a date like 2001-13-45
+        raise _BadNode(node, f"invalid value: {str(exc).splitlines()[0]}") from None
 
 
 def load_with_lines(text: str, source: str) -> tuple[Any, dict[Path, int]]:
@@ -40,10 +57,17 @@ def load_with_lines(text: str, source: str) -> tuple[Any, dict[Path, int]]:
         line = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(f"{source}{line}: invalid YAML: {problem}") from None
+    except RecursionError:  # hostile nesting ([[[[...) exhausts the composer's stack
+        raise ConfigError(f"{source}:1: invalid YAML: nested too deeply") from None
     if node is None:
         raise ConfigError(f"{source}:1: the document is empty")
     lines: dict[Path, int] = {}
-    return _walk(node, (), lines), lines
+    try:
+        return _walk(node, (), lines), lines
+    except _BadNode as bad:
+        raise ConfigError(f"{source}:{bad.line}: invalid YAML: {bad.problem}") from None
+    except RecursionError:
+        raise ConfigError(f"{source}:1: invalid YAML: nested too deeply") from None
 
 
 def line_of(lines: dict[Path, int], path: Path) -> int:
