@@ -7,6 +7,7 @@ for ``cache_ttl_s``, indexed by the key's sha256 digest — the key itself is ne
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import hmac
@@ -67,6 +68,7 @@ class KeyRing:
         self._node_token = node_token
         self._ttl = cache_ttl_s
         self._cache: dict[bytes, tuple[Principal, float]] = {}
+        self._verifying: dict[bytes, asyncio.Future[Principal]] = {}
 
     async def create(self, name: str, scopes: set[str], key: str | None = None) -> str:
         """Store a new key (or the given one) and return it; it is shown only this once."""
@@ -96,7 +98,7 @@ class KeyRing:
         if cached is not None and cached[1] > now:
             return cached[0]
         try:
-            principal = await self._lookup(presented)
+            principal = await self._lookup_once(digest, presented)
         except StoreUnavailable:
             if cached is None:
                 raise
@@ -106,12 +108,26 @@ class KeyRing:
         self._cache[digest] = (principal, now + self._ttl)
         return principal
 
+    async def _lookup_once(self, digest: bytes, presented: str) -> Principal:
+        """One look-up per key at a time: callers that miss the cache together share it.
+
+        A scrypt check takes tens of milliseconds; when a busy key's cache entry expires, every
+        request arriving meanwhile would otherwise start its own check and stall the gateway.
+        """
+        verifying = self._verifying.get(digest)
+        if verifying is None:
+            verifying = asyncio.ensure_future(self._lookup(presented))
+            self._verifying[digest] = verifying
+            verifying.add_done_callback(lambda _: self._verifying.pop(digest, None))
+        return await asyncio.shield(verifying)
+
     async def _lookup(self, presented: str) -> Principal:
         if self._node_token and hmac.compare_digest(presented, self._node_token):
             return Principal("node-token", frozenset({"node"}))
         record = await self._store.get_key(key_id_of(presented))
         if record is None or record["revoked_at"] is not None:
             raise Unauthorized("unknown or revoked API key")
-        if not verify_key(presented, record["hash"]):
+        # scrypt off the event loop: it holds a core for tens of milliseconds.
+        if not await asyncio.to_thread(verify_key, presented, record["hash"]):
             raise Unauthorized("unknown or revoked API key")
         return Principal(record["id"], frozenset(record["scopes"].split()))
