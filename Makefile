@@ -37,10 +37,9 @@ check: install
 unit: install
 	$(BIN)/python -m pytest -ra -m "not integration"
 
+## Every benchmark in one run (~15 min): bench/results/latest.json, plots, docs/benchmarks.md.
 bench: install
-	$(BIN)/python -m bench.overhead
-	$(BIN)/python -m bench.metrics_cost
-	$(BIN)/python bench/cascade.py
+	$(BIN)/python -m bench.run_all
 
 ## Replicas on the machine's PostgreSQL, Redis and NATS (bench/results/scaleout.json).
 bench-scaleout: install

@@ -61,7 +61,9 @@ def free_port() -> int:
 
 
 @contextmanager
-def gateway_process(data_dir: Path, key: str, models_dir: Path) -> Iterator[int]:
+def gateway_process(
+    data_dir: Path, key: str, models_dir: Path, extra_env: dict[str, str] | None = None
+) -> Iterator[int]:
     """`hybridinfer up` on a free port pair; yields the gateway port once it is ready."""
     import urllib.request
 
@@ -71,6 +73,7 @@ def gateway_process(data_dir: Path, key: str, models_dir: Path) -> Iterator[int]
         "HYBRIDINFER_BOOTSTRAP_KEY": key,
         "HYBRIDINFER_MODELS_DIR": str(models_dir),
         "HYBRIDINFER_LOG_LEVEL": "warning",
+        **(extra_env or {}),
     }
     command = [
         sys.executable,

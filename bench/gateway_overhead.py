@@ -1,0 +1,290 @@
+"""Gateway overhead on chat: the same upstream direct, through hybridinfer, through LiteLLM.
+
+One minimal OpenAI-style upstream (``bench/upstream.py``, a fixed tiny completion) is called
+three ways by the same open-loop load generator (``bench/loadgen.py``, its own process):
+
+  direct      — POST /v1/chat/completions on the upstream itself;
+  hybridinfer — ``hybridinfer gateway --config``: one static `openai` node on the upstream,
+                the model pinned by name, API key checked, traces and metrics recorded as usual;
+  litellm     — LiteLLM's proxy 1.108.7, one worker, one model_list entry on the upstream,
+                master key set, no database, no callbacks.
+
+Fixed rates (10, 30, 100, 300 RPS) run the three back to back at each rate, so machine noise
+falls on all alike; then each one's highest sustained rate (< 1 % errors and p99 < 1 s) is
+searched in interleaved rounds. Added latency = gateway - direct at the same percentile.
+
+    python -m bench.gateway_overhead [--quick]
+
+Writes bench/results/gateway_overhead.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.harness import REPO, free_port, write_result
+from bench.litellm_proxy import ensure_installed, litellm_proxy
+from bench.processes import server_process, upstream_process
+from bench.upstream import MODEL
+
+RATES = (10, 30, 100, 300)
+KEY = "bench-admin-key-0123456789"
+LITELLM_KEY = "sk-bench-0123456789abcdef0123456789abcdef"
+BODY = json.dumps(
+    {"model": MODEL, "messages": [{"role": "user", "content": "Say ok."}], "max_tokens": 8}
+)
+GATEWAY_CONFIG = """\
+port: {port}
+data_dir: {data_dir}
+local_models: []
+rate_limit_per_minute: 1000000000
+log_level: warning
+static_nodes:
+  - id: bench-upstream
+    tier: cloud
+    zone: public
+    url: {upstream}
+    protocol: openai
+    deployments:
+      - {{model: {model}, version: "1", capability: chat, quality: 0.5, latency_ms: 1.0}}
+"""
+
+
+@dataclass(slots=True)
+class Target:
+    """One way to reach the upstream."""
+
+    name: str
+    url: str
+    headers: list[str] = field(default_factory=list)
+
+
+def load(target: Target, rate: float, duration_s: float, timeout_s: float) -> dict[str, Any]:
+    """One open-loop run in a separate generator process (1 s of warm-up first)."""
+    command = [sys.executable, "-m", "bench.loadgen", "--url", f"{target.url}/v1/chat/completions"]
+    command += ["--rate", str(rate), "--duration", str(duration_s), "--warmup", "1"]
+    command += ["--timeout", str(timeout_s), "--body", BODY]
+    for header in target.headers:
+        command += ["--header", header]
+    finished = subprocess.run(
+        command, cwd=REPO, capture_output=True, text=True, timeout=duration_s + timeout_s + 60
+    )
+    if finished.returncode != 0:
+        raise RuntimeError(f"load generator failed: {finished.stderr[-2000:]}")
+    result: dict[str, Any] = json.loads(finished.stdout)
+    return result
+
+
+def sustains(result: dict[str, Any]) -> bool:
+    """The acceptance rule of a sustained rate: < 1 % errors and p99 < 1 s."""
+    p99 = result["latency_ms"].get("p99", float("inf"))
+    return bool(result["error_rate"] < 0.01 and p99 < 1000.0)
+
+
+@dataclass(slots=True)
+class RateSearch:
+    """Doubling from ``start`` until a rate fails, then bisecting ``refinements`` times."""
+
+    start: float
+    ceiling: float
+    refinements: int = 3
+    passed: float = 0.0
+    failed: float | None = None
+    steps: list[dict[str, Any]] = field(default_factory=list)
+
+    def next_rate(self) -> float | None:
+        if not self.steps:
+            return self.start
+        if self.failed is None:
+            rate = self.passed * 2
+            return rate if rate <= self.ceiling else None
+        first_failure = next(i for i, step in enumerate(self.steps) if not step["sustained"])
+        if len(self.steps) - first_failure - 1 >= self.refinements:
+            return None
+        if not self.passed:
+            return self.failed / 2
+        if self.failed / self.passed < 1.1:
+            return None
+        return float(round((self.passed + self.failed) / 2))
+
+    def record(self, rate: float, result: dict[str, Any]) -> None:
+        ok = sustains(result)
+        self.steps.append({"rate": rate, "sustained": ok, **_brief(result)})
+        if ok:
+            self.passed = max(self.passed, rate)
+        else:
+            self.failed = rate if self.failed is None else min(self.failed, rate)
+
+
+def _brief(result: dict[str, Any]) -> dict[str, Any]:
+    latency = result["latency_ms"]
+    return {
+        "p50_ms": latency.get("p50"),
+        "p99_ms": latency.get("p99"),
+        "error_rate": result["error_rate"],
+        "generator_cpu": result["generator_cpu"],
+    }
+
+
+def settle(target: Target, timeout_s: float = 30.0) -> None:
+    """After an overload, wait until the target answers promptly again (its backlog drained),
+    so the next run does not inherit it."""
+    request = urllib.request.Request(
+        f"{target.url}/v1/chat/completions",
+        BODY.encode(),
+        dict(
+            header.split(": ", 1) for header in ["Content-Type: application/json", *target.headers]
+        ),
+    )
+    deadline = time.monotonic() + timeout_s
+    prompt = 0
+    while prompt < 3 and time.monotonic() < deadline:
+        started = time.monotonic()
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                response.read()
+            prompt = prompt + 1 if time.monotonic() - started < 0.1 else 0
+        except OSError:
+            prompt = 0
+        time.sleep(0.2)
+
+
+def fixed_rates(targets: list[Target], duration_s: float) -> list[dict[str, Any]]:
+    rows = []
+    for rate in RATES:
+        for target in targets:
+            result = load(target, rate, duration_s, timeout_s=5.0)
+            rows.append({"target": target.name, **result})
+            latency = result["latency_ms"]
+            print(
+                f"  {rate:>4} RPS {target.name:<12} p50 {latency.get('p50', 'n/a')} ms  "
+                f"p99 {latency.get('p99', 'n/a')} ms  errors {result['error_rate']:.2%}  "
+                f"generator CPU {result['generator_cpu']:.0%}",
+                flush=True,
+            )
+            if not sustains(result):
+                settle(target)
+    return rows
+
+
+def search_sustained(targets: list[Target], duration_s: float) -> dict[str, Any]:
+    """Each target's highest sustained rate, searched in rounds that interleave the targets."""
+    searches = {target.name: RateSearch(start=10, ceiling=12_800) for target in targets}
+    active = list(targets)
+    while active:
+        for target in list(active):
+            search = searches[target.name]
+            rate = search.next_rate()
+            if rate is None:
+                active.remove(target)
+                continue
+            result = load(target, rate, duration_s, timeout_s=2.0)
+            search.record(rate, result)
+            print(
+                f"  search {target.name:<12} {rate:>6.0f} RPS: "
+                f"{'sustained' if search.steps[-1]['sustained'] else 'not sustained'} "
+                f"(p99 {result['latency_ms'].get('p99', 'n/a')} ms, "
+                f"errors {result['error_rate']:.2%})",
+                flush=True,
+            )
+            if not search.steps[-1]["sustained"]:
+                settle(target)
+    return {
+        name: {
+            "sustained_rps": search.passed,
+            "first_failed_rps": search.failed,
+            "steps": search.steps,
+        }
+        for name, search in searches.items()
+    }
+
+
+@contextmanager
+def hybridinfer_gateway(work_dir: Path, upstream: str) -> Iterator[str]:
+    """``hybridinfer gateway --config`` with one static `openai` node on the upstream."""
+    port = free_port()
+    config = work_dir / "hybridinfer.yaml"
+    config.write_text(
+        GATEWAY_CONFIG.format(port=port, data_dir=work_dir / "data", upstream=upstream, model=MODEL)
+    )
+    env = {**os.environ, "HYBRIDINFER_BOOTSTRAP_KEY": KEY}
+    command = [sys.executable, "-m", "hybridinfer", "gateway", "--config", str(config)]
+    url = f"http://127.0.0.1:{port}"
+    log = work_dir / "hybridinfer.log"
+    with server_process(command, f"{url}/readyz", "hybridinfer gateway", log, env):
+        yield url
+
+
+def added(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per rate and gateway: latency minus the direct call's, at p50, p95 and p99."""
+    direct = {row["rate"]: row["latency_ms"] for row in rows if row["target"] == "direct"}
+    table = []
+    for row in rows:
+        base = direct.get(row["rate"], {})
+        if row["target"] == "direct" or not row["latency_ms"] or not base:
+            continue
+        entry = {"rate": row["rate"], "target": row["target"], "sustained": sustains(row)}
+        for quantile in ("p50", "p95", "p99"):
+            entry[quantile] = round(row["latency_ms"][quantile] - base[quantile], 3)
+        table.append(entry)
+    return table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=6.0, help="Seconds per fixed rate.")
+    parser.add_argument("--search-duration", type=float, default=4.0)
+    parser.add_argument("--no-litellm", action="store_true", help="Skip LiteLLM entirely.")
+    args = parser.parse_args()
+    litellm_version = (
+        None if args.no_litellm else ensure_installed(REPO / ".hybridinfer" / "litellm-install.log")
+    )
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
+        work = Path(tmp)
+        upstream = stack.enter_context(upstream_process(free_port()))
+        targets = [Target("direct", upstream)]
+        targets.append(
+            Target(
+                "hybridinfer",
+                stack.enter_context(hybridinfer_gateway(work, upstream)),
+                [f"Authorization: Bearer {KEY}"],
+            )
+        )
+        if litellm_version is not None:
+            proxy = stack.enter_context(
+                litellm_proxy(work, free_port(), upstream, MODEL, LITELLM_KEY)
+            )
+            targets.append(Target("litellm", proxy, [f"Authorization: Bearer {LITELLM_KEY}"]))
+        print("fixed rates (targets back to back at each rate):", flush=True)
+        rows = fixed_rates(targets, args.duration)
+        print("highest sustained rate (< 1 % errors, p99 < 1 s):", flush=True)
+        sustained = search_sustained(targets, args.search_duration)
+    path = write_result(
+        "gateway_overhead",
+        {
+            "what": "chat completions on one fixed-answer upstream: direct, hybridinfer, LiteLLM",
+            "litellm_version": litellm_version,
+            "upstream": "bench/upstream.py (asyncio protocol, fixed completion)",
+            "generator": "bench/loadgen.py: open loop, latency from the scheduled send time",
+            "fixed_rates": rows,
+            "added_ms": added(rows),
+            "sustained": sustained,
+        },
+    )
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+"""``make bench``: every benchmark in one run, then the plots and ``docs/benchmarks.md``.
+
+Each section is its own process (a crash or a hang in one does not take the others down; a
+section that fails is reported as failed, never filled from an older run): it writes its JSON
+into ``bench/results/``, which is read back only if it was written during this run. The whole
+is gathered into ``bench/results/latest.json``; ``bench/plots.py`` draws the figures and
+``bench/report.py`` writes the document from that file alone.
+
+    python -m bench.run_all [--only gateway_overhead,routing] [--skip llm]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from bench.harness import REPO, RESULTS, machine
+from bench.litellm_proxy import installed_version
+from bench.plots import draw_all
+from bench.report import DOCUMENT, write_report
+
+LATEST = RESULTS / "latest.json"
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """One benchmark: its command (run from the repository), its result file, a time limit."""
+
+    name: str
+    title: str
+    command: tuple[str, ...]
+    result: str
+    timeout_s: float
+
+
+SECTIONS = (
+    Section(
+        "gateway_overhead",
+        "Gateway overhead vs LiteLLM (open-loop load)",
+        ("-m", "bench.gateway_overhead"),
+        "gateway_overhead.json",
+        480,
+    ),
+    Section(
+        "local_overhead",
+        "Local sentiment path vs onnxruntime direct",
+        ("-m", "bench.overhead"),
+        "overhead.json",
+        180,
+    ),
+    Section(
+        "metrics_cost",
+        "Cost of the request metrics",
+        ("-m", "bench.metrics_cost"),
+        "metrics_cost.json",
+        120,
+    ),
+    Section("routing", "MMLU deferral curves", ("-m", "bench.routing"), "routing.json", 420),
+    Section(
+        "cascade", "Sentiment and digits cascades", ("-m", "bench.cascade"), "cascade.json", 180
+    ),
+    Section(
+        "node_throughput",
+        "Node throughput vs batch size",
+        (
+            "-m",
+            "bench.node_throughput",
+            "--seconds",
+            "4",
+            "--batches",
+            "1,8,32",
+            "--concurrency",
+            "1,16,64",
+        ),
+        "node_throughput.json",
+        240,
+    ),
+    Section(
+        "tier_latency",
+        "Local vs cloud latency",
+        ("-m", "bench.tier_latency"),
+        "tier_latency.json",
+        180,
+    ),
+    Section("llm", "LLM TTFT and tokens/s per tier", ("-m", "bench.llm"), "llm.json", 300),
+    Section(
+        "failover",
+        "Failover on a cloud cut",
+        ("-m", "bench.failover"),
+        "failover.json",
+        300,
+    ),
+)
+
+
+def package_version(name: str) -> str | None:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def versions() -> dict[str, str | None]:
+    """What the document names: hybridinfer, Python, onnxruntime, LiteLLM, llama.cpp."""
+    return {
+        "hybridinfer": package_version("hybridinfer"),
+        "python": sys.version.split()[0],
+        "onnxruntime": package_version("onnxruntime"),
+        "litellm": installed_version(),
+        "llama-cpp-python": package_version("llama_cpp_python"),
+        "git_commit": subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
+        ).stdout.strip()
+        or None,
+    }
+
+
+def run_section(section: Section) -> dict[str, Any]:
+    """Run one section's process; its result if it wrote one during this run."""
+    path = RESULTS / section.result
+    started_wall = time.time()
+    started = time.perf_counter()
+    print(f"\n=== {section.title} ({section.name}) ===", flush=True)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    try:
+        finished = subprocess.run(
+            [sys.executable, *section.command], cwd=REPO, env=env, timeout=section.timeout_s
+        )
+        code: int | str = finished.returncode
+    except subprocess.TimeoutExpired:
+        code = f"timed out after {section.timeout_s:.0f} s"
+    seconds = round(time.perf_counter() - started, 1)
+    fresh = path.exists() and path.stat().st_mtime >= started_wall
+    if code != 0 or not fresh:
+        reason = f"exit {code}" if code != 0 else f"{section.result} was not written"
+        print(f"--- {section.name}: FAILED ({reason}) after {seconds} s", flush=True)
+        return {"status": "failed", "error": reason, "seconds": seconds}
+    result = json.loads(path.read_text())
+    status = result.get("status", "ok")
+    print(f"--- {section.name}: {status} in {seconds} s", flush=True)
+    return {"status": status, "seconds": seconds, "result": result}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="", help="Comma-separated section names.")
+    parser.add_argument("--skip", default="", help="Comma-separated section names.")
+    args = parser.parse_args()
+    only = {name for name in args.only.split(",") if name}
+    skip = {name for name in args.skip.split(",") if name}
+    started = time.perf_counter()
+    sections: dict[str, Any] = {}
+    for section in SECTIONS:
+        if (only and section.name not in only) or section.name in skip:
+            continue
+        sections[section.name] = {"title": section.title, **run_section(section)}
+    latest = {
+        "machine": {**machine(), "versions": versions()},
+        "total_seconds": round(time.perf_counter() - started, 1),
+        "sections": sections,
+    }
+    LATEST.write_text(json.dumps(latest, indent=2) + "\n")
+    figures = draw_all(latest, RESULTS)
+    write_report(latest, figures, DOCUMENT)
+    print(f"\nwrote {LATEST}, {len(figures)} figures and {DOCUMENT}")
+    print(f"total {latest['total_seconds']} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()

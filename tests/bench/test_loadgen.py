@@ -1,0 +1,69 @@
+"""The open-loop load generator against a real upstream process, and its parsing pieces."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from bench.gateway_overhead import RateSearch, Target, load
+from bench.harness import free_port
+from bench.loadgen import quantiles, response_length
+from bench.processes import upstream_process
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[str]:
+    with upstream_process(free_port()) as url:
+        yield url
+
+
+@pytest.mark.integration
+def test_it_keeps_its_schedule_against_a_real_upstream(upstream: str) -> None:
+    result = load(Target("direct", upstream), rate=200, duration_s=1.5, timeout_s=2.0)
+    assert result["requests"] == 300
+    assert result["ok"] == 300
+    assert result["errors"] == 0
+    assert result["latency_ms"]["p50"] < 50
+    assert 0 < result["generator_cpu"] < 1.5
+    assert result["pacer_lag_ms"]["p50"] < 20
+
+
+@pytest.mark.integration
+def test_a_port_nobody_listens_on_is_all_errors() -> None:
+    result = load(Target("nobody", f"http://127.0.0.1:{free_port()}"), 50, 1.0, timeout_s=1.0)
+    assert result["ok"] == 0
+    assert result["error_rate"] == 1.0
+    assert all(kind.startswith("connect") for kind in result["error_kinds"])
+
+
+def test_response_length_handles_content_length_and_chunks() -> None:
+    plain = bytearray(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    assert response_length(plain, plain.find(b"\r\n\r\n"), bytes(plain[:15])) is not None
+    partial = bytearray(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nok")
+    head = bytes(partial[: partial.find(b"\r\n\r\n")])
+    assert response_length(partial, partial.find(b"\r\n\r\n"), head) is None
+    chunked = bytearray(
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\nX"
+    )
+    head = bytes(chunked[: chunked.find(b"\r\n\r\n")])
+    assert response_length(chunked, chunked.find(b"\r\n\r\n"), head) == len(chunked) - 1
+
+
+def test_quantiles_are_nearest_rank() -> None:
+    found = quantiles([float(value) for value in range(1, 101)])
+    assert (found["p50"], found["p99"], found["max"], found["n"]) == (51.0, 100.0, 100.0, 100)
+    assert quantiles([]) == {}
+
+
+def test_the_rate_search_doubles_then_bisects() -> None:
+    search = RateSearch(start=10, ceiling=10_000, refinements=2)
+    capacity = 100.0
+    tried = []
+    while (rate := search.next_rate()) is not None:
+        tried.append(rate)
+        p99 = 5.0 if rate <= capacity else 5000.0
+        search.record(rate, {"latency_ms": {"p50": 1.0, "p99": p99}, "error_rate": 0.0,
+                             "generator_cpu": 0.1})  # fmt: skip
+    assert tried == [10, 20, 40, 80, 160, 120.0, 100.0]
+    assert search.passed == 100.0
+    assert search.failed == 120.0
