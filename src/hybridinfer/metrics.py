@@ -67,6 +67,12 @@ class RequestMetrics:
         self.spend = Counter(
             "hybridinfer_spend", "Cost of the successful calls, in policy units.", registry=registry
         )
+        self.policies = Counter(
+            "hybridinfer_policy_requests",
+            "Requests by the policy version that decided them (a canary's share is visible).",
+            ("version",),
+            registry=registry,
+        )
         # Children resolved once: labels() on every request would cost a dict lookup and a lock.
         self._stages = {stage: self.stage_seconds.labels(stage) for stage in STAGES}
 
@@ -84,6 +90,8 @@ class RequestMetrics:
         if spent:
             self.spend.inc(spent)
         self.requests.labels(trace.task or "unknown", tier, trace.status).inc()
+        if trace.policy_version is not None:
+            self.policies.labels(trace.policy_version).inc()
         timings = trace.timings_ms
         for stage, child in self._stages.items():
             elapsed = timings.get(stage)

@@ -1,30 +1,49 @@
-"""The policy center: versions in the store, validation before apply, hot reload everywhere.
+"""The policy center: versions in the store, validation before apply, hot reload everywhere,
+canaries by percentage of traffic, promotion, rollback, and an audit entry for each change.
 
-Every replica polls the store's active version (default every second), so a policy applied
-through one replica is live on all of them within the poll interval. A policy file named in
-the settings seeds the store and is re-applied when the file changes on disk (a ConfigMap
-update); an invalid file is logged and the running policy stays.
+Every replica polls the store's active and canary versions (default every second), so a change
+made through one replica is live on all of them within the poll interval. A policy file named
+in the settings seeds the store and is re-applied when the file changes on disk (a ConfigMap
+update); an invalid file is logged and the running policy stays. The state machine of versions
+and the traffic split are in ``canary.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from hybridinfer import background
-from hybridinfer.errors import ConfigError, SchemaViolation
+from hybridinfer.audit import SYSTEM, AuditLog
+from hybridinfer.canary import (
+    Change,
+    VersionState,
+    on_canary_side,
+    plan_canary,
+    plan_promote,
+    plan_rollback,
+    summary,
+)
+from hybridinfer.errors import ConfigError, NotFound, SchemaViolation
 from hybridinfer.registry import NodeRegistry
 from hybridinfer.route.calibration import resolve_threshold
 from hybridinfer.route.policy import CompiledPolicy, Policy, compile_policy
+from hybridinfer.store.policystates import PolicyStates
 from hybridinfer.store.sql import SqlStore, StoreConflict, StoreUnavailable
 from hybridinfer.topology import Tier
 
 log = logging.getLogger(__name__)
+
+_COMPILED_KEPT = 16
+"""Compiled versions kept per replica, so a rollback swaps objects instead of compiling."""
 
 
 class InvalidPolicy(SchemaViolation):
@@ -55,8 +74,17 @@ def cascade_thresholds(policy: Policy, registry: NodeRegistry) -> dict[str, floa
     return resolved
 
 
+@dataclass(frozen=True, slots=True)
+class Canary:
+    """A version serving ``percent`` of the traffic next to the active one."""
+
+    policy: CompiledPolicy
+    percent: float
+
+
 class PolicyCenter:
-    """Holds the active compiled policy; applies, lists and reloads versions."""
+    """Holds the active (and canary) compiled policy; applies, moves, lists and reloads
+    versions."""
 
     def __init__(
         self,
@@ -64,16 +92,34 @@ class PolicyCenter:
         registry: NodeRegistry,
         seed_file: Path,
         poll_interval_s: float = 1.0,
+        audit: AuditLog | None = None,
     ) -> None:
         self._store = store
+        self._states = PolicyStates(store)
         self._registry = registry
         self._seed_file = seed_file
         self._poll_interval = poll_interval_s
+        self._audit = audit
         self._seed_mtime = 0.0
         self._task: asyncio.Task[None] | None = None
         self._active = self.compile(self._read_seed(), str(seed_file))
+        self._canary: Canary | None = None
+        self._compiled: dict[str, CompiledPolicy] = {}
 
     def current(self) -> CompiledPolicy:
+        """The active version (budgets and defaults read it; requests go through ``choose``)."""
+        return self._active
+
+    def canary_state(self) -> Canary | None:
+        return self._canary
+
+    def choose(self, routing_key: str) -> CompiledPolicy:
+        """The version that decides a request: the canary for its share of routing keys."""
+        canary = self._canary
+        if canary is not None and on_canary_side(
+            routing_key, canary.policy.version, canary.percent
+        ):
+            return canary.policy
         return self._active
 
     def compile(self, text: str, source: str = "policy") -> CompiledPolicy:
@@ -93,6 +139,7 @@ class PolicyCenter:
         if await self._store.get_policy(seeded.version) is None:
             with contextlib.suppress(StoreConflict):  # replicas starting together: one seeds
                 await self._store.add_policy(seeded.version, seeded.text, seeded.thresholds, "file")
+                await self._record(SYSTEM, "policy.apply", seeded.version, None)
         self._active = seeded  # now compiled with the local tier's calibration
         await self.reload()
         self._task = asyncio.create_task(self._poll(), name="policy-poll")
@@ -101,40 +148,128 @@ class PolicyCenter:
         await background.cancel(self._task)
         self._task = None
 
-    async def apply(self, text: str, author: str | None) -> CompiledPolicy:
-        """Validate and activate a new version; the running one stays if anything is wrong."""
+    async def apply(self, text: str, author: str, stage: bool = False) -> CompiledPolicy:
+        """Validate and activate a new version (or only store it, ``stage``: a canary can
+        start from it); the running one stays if anything is wrong."""
         try:
             compiled = self.compile(text, "policy")
         except ConfigError as exc:
             raise InvalidPolicy(exc.message) from None
+        before = summary(await self._states.all())
         existing = await self._store.get_policy(compiled.version)
+        if existing is not None and existing["body"] != text:
+            raise PolicyConflict(
+                f"version {compiled.version!r} exists with other content; bump the version"
+            )
+        if stage:
+            if existing is None:
+                await self._states.stage(compiled.version, text, compiled.thresholds, author)
+                await self._record(author, "policy.stage", compiled.version, before)
+            return compiled
         if existing is not None:
-            if existing["body"] != text:
-                raise PolicyConflict(
-                    f"version {compiled.version!r} exists with other content; bump the version"
-                )
             await self._store.activate_policy(compiled.version)
         else:
             await self._store.add_policy(compiled.version, text, compiled.thresholds, author)
-        self._active = compiled
+        self._active = self._compiled[compiled.version] = compiled
         log.info("policy %s active", compiled.version)
+        await self._record(author, "policy.apply", compiled.version, before)
         return compiled
 
+    async def canary(self, version: str, percent: float | None, actor: str) -> dict[str, object]:
+        """Send ``percent`` of the traffic (the next step of 5/20/50/100 when None) to
+        ``version``; returns what serves traffic now."""
+        return await self._move(
+            "policy.canary", version, actor, lambda s: plan_canary(s, version, percent)
+        )
+
+    async def promote(self, version: str, actor: str) -> dict[str, object]:
+        """The canary becomes the active version for all traffic."""
+        return await self._move(
+            "policy.promote", version, actor, lambda s: plan_promote(s, version)
+        )
+
+    async def rollback(self, version: str, actor: str) -> dict[str, object]:
+        """End the canary ``version``, or put back the version active before ``version``."""
+        return await self._move(
+            "policy.rollback", version, actor, lambda s: plan_rollback(s, version)
+        )
+
+    async def _move(
+        self,
+        action: str,
+        version: str,
+        actor: str,
+        plan: Callable[[list[VersionState]], list[Change]],
+    ) -> dict[str, object]:
+        states = await self._states.all()
+        changes = plan(states)
+        for change in changes:  # whatever will serve must compile on this release first
+            if change.after in ("canary", "active") and await self._load(change.version) is None:
+                raise InvalidPolicy(f"stored policy {change.version!r} does not validate here")
+        await self._states.move(changes)
+        await self.reload()
+        after = await self._record(actor, action, version, summary(states))
+        log.info("%s %s by %s: %s", action, version, actor, after)
+        return after
+
+    async def _record(
+        self, actor: str, action: str, target: str, before: object
+    ) -> dict[str, object]:
+        """Audit one change with what served traffic before and after it; returns after."""
+        after = summary(await self._states.all())
+        if self._audit is not None:
+            await self._audit.record(actor, action, target, before, after)
+        return after
+
+    async def diff(self, first: str, second: str) -> str:
+        """A unified diff of two stored versions' YAML."""
+        texts = []
+        for version in (first, second):
+            record = await self._store.get_policy(version)
+            if record is None:
+                raise NotFound(f"no policy with version {version!r}", code="unknown_policy")
+            texts.append(str(record["body"]).splitlines())
+        old, new = texts
+        lines = difflib.unified_diff(old, new, fromfile=first, tofile=second, lineterm="")
+        return "".join(f"{line}\n" for line in lines)
+
     async def reload(self) -> None:
-        """Adopt the store's active version if it is not the one running."""
-        version = await self._store.active_policy_version()
-        if version is None or version == self._active.version:
-            return
+        """Adopt the store's active and canary versions where they differ from what runs."""
+        states = await self._states.serving()
+        active = next((s for s in states if s.status == "active"), None)
+        if active is not None and active.version != self._active.version:
+            compiled = await self._load(active.version)
+            if compiled is not None:
+                self._active = compiled
+                log.info("policy %s loaded from the store", active.version)
+        canary = next((s for s in states if s.status == "canary"), None)
+        running = self._canary
+        if canary is None:
+            self._canary = None
+        elif running is None or (running.policy.version, running.percent) != (
+            canary.version,
+            canary.percent,
+        ):
+            compiled = await self._load(canary.version)
+            self._canary = None if compiled is None else Canary(compiled, canary.percent or 0.0)
+
+    async def _load(self, version: str) -> CompiledPolicy | None:
+        """A stored version compiled here (cached), or None if it does not validate here."""
+        compiled = self._compiled.get(version)
+        if compiled is not None:
+            return compiled
         record = await self._store.get_policy(version)
         if record is None:
-            return
+            return None
         try:
             compiled = self.compile(record["body"], f"policy {version}")
         except ConfigError as exc:  # stored by a newer release, say: keep what runs
             log.error("stored policy %s does not validate here: %s", version, exc.message)
-            return
-        self._active = compiled
-        log.info("policy %s loaded from the store", version)
+            return None
+        if len(self._compiled) >= _COMPILED_KEPT:
+            self._compiled.pop(next(iter(self._compiled)))
+        self._compiled[version] = compiled
+        return compiled
 
     async def list(self) -> list[dict[str, Any]]:
         return await self._store.list_policies()
@@ -163,6 +298,6 @@ class PolicyCenter:
         if mtime == self._seed_mtime:
             return
         try:
-            await self.apply(self._read_seed(), "file")
+            await self.apply(self._read_seed(), SYSTEM)
         except (InvalidPolicy, PolicyConflict) as exc:
             log.error("policy file %s not applied: %s", self._seed_file, exc.message)

@@ -1,8 +1,11 @@
-"""``hybridinfer policy validate|apply|list``."""
+"""``hybridinfer policy validate|apply|list|diff|canary|promote|rollback``."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote
 
 import click
 
@@ -15,7 +18,7 @@ key_option = click.option("--key", envvar="HYBRIDINFER_API_KEY", help="Admin API
 
 @click.group()
 def policy() -> None:
-    """Routing policies: validate, apply, list."""
+    """Routing policies: validate, apply, list, diff, canary, promote, rollback."""
 
 
 @policy.command()
@@ -29,12 +32,16 @@ def validate(file: Path) -> None:
 
 @policy.command()
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--stage", is_flag=True, help="Store it without activating (for a canary).")
 @url_option
 @key_option
-def apply(file: Path, url: str, key: str | None) -> None:
-    """Validate, store and activate a policy version on a running gateway."""
-    result = call_gateway(url, key, "/v1/policies", file.read_bytes(), "application/yaml")
-    click.echo(f"policy {result['version']} is active (thresholds: {result['thresholds']})")
+def apply(file: Path, stage: bool, url: str, key: str | None) -> None:
+    """Validate, store and activate (or only stage) a policy version on a running gateway."""
+    path = "/v1/policies?stage=true" if stage else "/v1/policies"
+    result = call_gateway(url, key, path, file.read_bytes(), "application/yaml")
+    click.echo(
+        f"policy {result['version']} is {result['status']} (thresholds: {result['thresholds']})"
+    )
 
 
 @policy.command("list")
@@ -46,3 +53,57 @@ def list_(url: str, key: str | None) -> None:
     for item in result["policies"]:
         mark = "*" if item["version"] == result["active"] else " "
         click.echo(f"{mark} {item['version']:<24} {item['status']:<8} by {item['author']}")
+
+
+@policy.command()
+@click.argument("first")
+@click.argument("second")
+@url_option
+@key_option
+def diff(first: str, second: str, url: str, key: str | None) -> None:
+    """A unified diff of two stored versions' YAML, FIRST to SECOND."""
+    result = call_gateway(url, key, f"/v1/policies/{quote(first)}/diff/{quote(second)}")
+    click.echo(result["diff"] or f"{first} and {second} are the same", nl=False)
+
+
+def _serving(result: dict[str, Any]) -> str:
+    canary = result["canary"]
+    split = "" if canary is None else f"; canary {canary['version']} at {canary['percent']:g} %"
+    return f"active {result['active']}{split}"
+
+
+@policy.command()
+@click.argument("version")
+@click.option(
+    "--percent",
+    type=click.FloatRange(0.0, 100.0, min_open=True),
+    help="Share of traffic; the next step of 5 → 20 → 50 → 100 when not given.",
+)
+@url_option
+@key_option
+def canary(version: str, percent: float | None, url: str, key: str | None) -> None:
+    """Send a share of the traffic to a stored VERSION (stable per routing key)."""
+    body = json.dumps({} if percent is None else {"percent": percent}).encode()
+    _move("canary", version, url, key, body)
+
+
+@policy.command()
+@click.argument("version")
+@url_option
+@key_option
+def promote(version: str, url: str, key: str | None) -> None:
+    """Make the canary VERSION active for all traffic."""
+    _move("promote", version, url, key)
+
+
+@policy.command()
+@click.argument("version")
+@url_option
+@key_option
+def rollback(version: str, url: str, key: str | None) -> None:
+    """End the canary VERSION, or restore the version active before VERSION."""
+    _move("rollback", version, url, key)
+
+
+def _move(action: str, version: str, url: str, key: str | None, body: bytes = b"") -> None:
+    click.echo(_serving(call_gateway(url, key, f"/v1/policies/{quote(version)}/{action}", body)))

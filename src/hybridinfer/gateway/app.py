@@ -26,6 +26,7 @@ from hybridinfer.gateway.middleware import (
 from hybridinfer.gateway.openai import OPENAI_ROUTES
 from hybridinfer.gateway.policies import POLICY_ROUTES
 from hybridinfer.gateway.responses import error_response
+from hybridinfer.gateway.rollouts import ROLLOUT_ROUTES
 from hybridinfer.gateway.routes import ROUTES
 from hybridinfer.gateway.rules import RULE_ROUTES
 from hybridinfer.gateway.tasks import TASK_ROUTES
@@ -72,6 +73,7 @@ def create_app(
             *TASK_ROUTES,
             *METRICS_ROUTES,
             *POLICY_ROUTES,
+            *ROLLOUT_ROUTES,
             *RULE_ROUTES,
             *AUDIT_ROUTES,
             *OPENAI_ROUTES,

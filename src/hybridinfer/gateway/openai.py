@@ -27,7 +27,7 @@ from hybridinfer.errors import HybridInferError
 from hybridinfer.execute.streaming import TokenStream
 from hybridinfer.gateway.openai_schemas import ChatCompletionRequest, EmbeddingRequest
 from hybridinfer.gateway.responses import JSON, parse_body, read_json
-from hybridinfer.gateway.routes import requires
+from hybridinfer.gateway.routes import request_trace, requires
 from hybridinfer.trace import Trace
 
 log = logging.getLogger("hybridinfer.gateway")
@@ -43,8 +43,7 @@ def _plane(request: Request) -> ControlPlane:
 
 
 def _trace(request: Request) -> Trace:
-    state = request.state
-    return Trace(request_id=state.request_id, started=state.started, key_id=state.principal.key_id)
+    return request_trace(request)
 
 
 def _placement(result: dict[str, Any]) -> dict[str, str]:

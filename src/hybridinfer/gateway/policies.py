@@ -1,4 +1,5 @@
-"""Policy endpoints: list, read, apply (validated first; the running policy stays on error)."""
+"""Policy endpoints: list, read, diff, apply or stage (validated first; the running policy
+stays on error), canary, promote and rollback. Each change is audited under the caller's key."""
 
 from __future__ import annotations
 
@@ -6,41 +7,110 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from hybridinfer.errors import NotFound
-from hybridinfer.gateway.responses import JSON, read_yaml_document
+from hybridinfer.errors import InvalidInput, NotFound
+from hybridinfer.gateway.responses import JSON, read_json, read_yaml_document
 from hybridinfer.gateway.routes import plane_of, requires
+
+
+def _actor(request: Request) -> str:
+    return str(request.state.principal.key_id)
 
 
 @requires("admin")
 async def list_policies(request: Request) -> Response:
     plane = plane_of(request)
+    canary = plane.policies.canary_state()
     return JSON(
-        {"active": plane.policies.current().version, "policies": await plane.policies.list()}
+        {
+            "active": plane.policies.current().version,
+            "canary": None
+            if canary is None
+            else {"version": canary.policy.version, "percent": canary.percent},
+            "policies": await plane.policies.list(),
+        }
     )
 
 
 @requires("admin")
 async def get_policy(request: Request) -> Response:
-    policy = await plane_of(request).policies.describe(request.path_params["version"])
+    """``?against=OTHER`` answers the diff from OTHER to this version instead."""
+    plane = plane_of(request)
+    version = request.path_params["version"]
+    against = request.query_params.get("against")
+    if against is not None:
+        return await _diff(request, against, version)
+    policy = await plane.policies.describe(version)
     if policy is None:
         raise NotFound("no policy with this version", code="unknown_policy")
     return JSON(policy)
 
 
 @requires("admin")
+async def diff_policies(request: Request) -> Response:
+    return await _diff(request, request.path_params["version"], request.path_params["other"])
+
+
+async def _diff(request: Request, first: str, second: str) -> Response:
+    diff = await plane_of(request).policies.diff(first, second)
+    return JSON({"from": first, "to": second, "diff": diff})
+
+
+@requires("admin")
 async def apply_policy(request: Request) -> Response:
-    """Body: the policy YAML (``application/yaml``) or ``{"policy": "<yaml>"}``."""
+    """Body: the policy YAML (``application/yaml``) or ``{"policy": "<yaml>"}``.
+
+    ``?stage=true`` stores the version without activating it, for a canary to start from."""
     plane = plane_of(request)
+    stage = request.query_params.get("stage", "false").lower() in ("1", "true", "yes")
     text = await read_yaml_document(request, plane.settings.max_body_bytes, "policy")
-    compiled = await plane.policies.apply(text, request.state.principal.key_id)
+    compiled = await plane.policies.apply(text, _actor(request), stage=stage)
     return JSON(
-        {"version": compiled.version, "status": "active", "thresholds": compiled.thresholds},
+        {
+            "version": compiled.version,
+            "status": "staged" if stage else "active",
+            "thresholds": compiled.thresholds,
+        },
         status_code=201,
     )
+
+
+async def _percent(request: Request) -> float | None:
+    """``{"percent": 20}``; an empty body means the next step (5 → 20 → 50 → 100)."""
+    if not await request.body():
+        return None
+    percent = (await read_json(request, plane_of(request).settings.max_body_bytes)).get("percent")
+    if percent is None:
+        return None
+    if isinstance(percent, bool) or not isinstance(percent, int | float):
+        raise InvalidInput("percent must be a number above 0 and at most 100")
+    return float(percent)
+
+
+@requires("admin")
+async def canary_policy(request: Request) -> Response:
+    version = request.path_params["version"]
+    percent = await _percent(request)
+    return JSON(await plane_of(request).policies.canary(version, percent, _actor(request)))
+
+
+@requires("admin")
+async def promote_policy(request: Request) -> Response:
+    version = request.path_params["version"]
+    return JSON(await plane_of(request).policies.promote(version, _actor(request)))
+
+
+@requires("admin")
+async def rollback_policy(request: Request) -> Response:
+    version = request.path_params["version"]
+    return JSON(await plane_of(request).policies.rollback(version, _actor(request)))
 
 
 POLICY_ROUTES = [
     Route("/v1/policies", list_policies, methods=["GET"]),
     Route("/v1/policies", apply_policy, methods=["POST"]),
     Route("/v1/policies/{version}", get_policy, methods=["GET"]),
+    Route("/v1/policies/{version}/diff/{other}", diff_policies, methods=["GET"]),
+    Route("/v1/policies/{version}/canary", canary_policy, methods=["POST"]),
+    Route("/v1/policies/{version}/promote", promote_policy, methods=["POST"]),
+    Route("/v1/policies/{version}/rollback", rollback_policy, methods=["POST"]),
 ]

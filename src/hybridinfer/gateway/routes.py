@@ -22,6 +22,11 @@ from hybridinfer.trace import Trace
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
+ROUTING_KEY_HEADER = "X-Routing-Key"
+"""Sent by a caller who wants its requests on one side of a canary (a user or session id)."""
+POLICY_HEADER = "X-Hybridinfer-Policy"
+"""The policy version that decided the request (a canary's, for its share of traffic)."""
+
 
 def requires(scope: str) -> Callable[[Endpoint], Endpoint]:
     """Refuse (403) callers whose key lacks ``scope``; the route table can read the scope."""
@@ -61,10 +66,18 @@ async def readyz(request: Request) -> Response:
 @requires("infer")
 async def infer(request: Request) -> Response:
     plane = plane_of(request)
+    trace = request_trace(request)
+    body = parse_body(InferRequest, await read_json(request, plane.settings.max_body_bytes))
+    result = await plane.pipeline.infer(body, trace)
+    return JSON(result, headers={POLICY_HEADER: trace.policy_version or ""})
+
+
+def request_trace(request: Request) -> Trace:
+    """A new trace for the request, carrying the caller's routing key if it sent one."""
     state = request.state
     trace = Trace(request_id=state.request_id, started=state.started, key_id=state.principal.key_id)
-    body = parse_body(InferRequest, await read_json(request, plane.settings.max_body_bytes))
-    return JSON(await plane.pipeline.infer(body, trace))
+    trace.routing_key = request.headers.get(ROUTING_KEY_HEADER) or None
+    return trace
 
 
 @requires("infer")

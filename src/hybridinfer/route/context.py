@@ -12,7 +12,7 @@ from typing import Any
 
 from hybridinfer.plan import Subtask
 from hybridinfer.route.budget import BudgetState
-from hybridinfer.route.policy import Prefer
+from hybridinfer.route.policy import CompiledPolicy, Prefer
 from hybridinfer.route.signals import Signals
 from hybridinfer.topology import Deployment, Node, NodeStatus
 
@@ -44,6 +44,10 @@ class RouteContext:
     """``node``/``network`` maps per (capability, task): subtasks alike share one snapshot."""
     request_rules: dict[int, bool] = field(default_factory=dict)
     """Results of conditions that read only request-wide signals, cached for the request."""
+    policy: CompiledPolicy | None = None
+    """The policy version deciding this request (the canary's, for its share of traffic)."""
+    routing_key: str = ""
+    """What the canary and model-rollout splits hash: the same key, the same side."""
 
     def activation(
         self, subtask: Subtask, nodes: Iterable[Node], signals: Signals

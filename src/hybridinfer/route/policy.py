@@ -91,6 +91,32 @@ class BudgetPolicy(_Strict):
     )
 
 
+class PromoteWhen(_Strict):
+    """When a model rollout decides by itself: both versions have answered ``min_requests``
+    times; the candidate wins if its median latency is at most ``max_latency_ratio`` times the
+    baseline's and its mean confidence is at least ``min_quality_delta`` above it."""
+
+    min_requests: int = Field(200, ge=1)
+    max_latency_ratio: float = Field(1.2, gt=0.0)
+    min_quality_delta: float = Field(0.0, ge=-1.0, le=1.0)
+
+
+class ModelRollout(_Strict):
+    """Send ``percent`` of a task's traffic for ``model`` to its ``candidate`` version."""
+
+    task: str = Field(min_length=1, max_length=200)
+    model: str = Field(min_length=1, max_length=200)
+    candidate: str = Field(min_length=1, max_length=100, description="the new model version")
+    percent: float = Field(gt=0.0, le=100.0)
+    promote_when: PromoteWhen | None = Field(
+        None, description="decide automatically; without it an operator edits the policy"
+    )
+
+    @property
+    def id(self) -> str:
+        return f"{self.task}/{self.model}:{self.candidate}"
+
+
 DEFAULT_WEIGHTS: dict[Prefer, Weights] = {
     "balanced": Weights(),
     "latency": Weights(latency=1.0, cost=0.25, quality=0.25),
@@ -111,6 +137,9 @@ class Policy(_Strict):
     )
     degrade: Degrade = Field(default_factory=Degrade)
     budget: BudgetPolicy = Field(default_factory=BudgetPolicy)
+    rollouts: list[ModelRollout] = Field(
+        default_factory=list, description="Model versions rolled out to a share of traffic."
+    )
 
     def weights(self, prefer: Prefer) -> Weights:
         return self.prefer.get(prefer) or Weights()

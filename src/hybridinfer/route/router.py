@@ -14,7 +14,8 @@ from hybridinfer.registry import NodeRegistry
 from hybridinfer.route.budget import Ledger, MemoryLedger
 from hybridinfer.route.context import RouteContext, RouteOptions
 from hybridinfer.route.expressions import Prepared
-from hybridinfer.route.policy import CompiledPolicy, CompiledRule, Weights
+from hybridinfer.route.policy import CompiledPolicy, CompiledRule, ModelRollout, Weights
+from hybridinfer.route.rolloutsplit import keep_side
 from hybridinfer.route.signals import Signals
 from hybridinfer.topology import Deployment, Node, NodeStatus, Zone
 
@@ -100,18 +101,31 @@ class Router:
         policy: Callable[[], CompiledPolicy],
         ledger: Ledger | None = None,
         breakers: Breakers | None = None,
+        choose_policy: Callable[[str], CompiledPolicy] | None = None,
+        rollout_percent: Callable[[ModelRollout], float] | None = None,
     ) -> None:
+        """``choose_policy`` picks the version for a routing key (a canary split); without
+        it every request gets ``policy()``. ``rollout_percent`` gives a model rollout's
+        share now (decided rollouts move to 100 or 0); without it, the policy's percent."""
         self._registry = registry
         self._signals = signals
         self._policy = policy
+        self._choose_policy = choose_policy
+        self._rollout_percent = rollout_percent
         self.ledger = ledger or MemoryLedger()
         self._breakers = breakers or Breakers()
 
     def context(
-        self, options: RouteOptions, task: str = "", key_id: str | None = None
+        self,
+        options: RouteOptions,
+        task: str = "",
+        key_id: str | None = None,
+        routing_key: str = "",
     ) -> RouteContext:
-        """A snapshot of the live signals for one request."""
-        budget = self.ledger.state(key_id, self._policy().policy.budget)
+        """A snapshot of the live signals, and the policy version, for one request."""
+        choose = self._choose_policy
+        policy = choose(routing_key) if choose is not None else self._policy()
+        budget = self.ledger.state(key_id, policy.policy.budget)
         snapshot: dict[str, Any] = {"budget": budget.signals()}
         snapshot["request"] = {
             "task": task,
@@ -120,11 +134,13 @@ class Router:
             "key_id": key_id or "",
             "max_latency_ms": options.max_latency_ms or 0.0,
         }
-        return RouteContext(options, budget, task, key_id, snapshot)
+        return RouteContext(
+            options, budget, task, key_id, snapshot, policy=policy, routing_key=routing_key
+        )
 
     def decide(self, subtask: Subtask, context: RouteContext) -> Decision:
         """One decision; raises PrivacyViolation, PolicyDenied, BudgetExhausted or NoCapacity."""
-        policy = self._policy()
+        policy = context.policy or self._policy()
         options = context.options
         candidates = [
             Candidate(deployment=deployment, node=node, expected_latency_ms=latency)
@@ -145,6 +161,7 @@ class Router:
         survivors = [c for c in candidates if c.rejected_by is None]
         if not survivors:
             raise self._nothing_left(subtask, options, candidates)
+        survivors = self._apply_rollouts(subtask, context, policy, survivors)
         survivors = self._apply_budget(survivors, context, policy)
         survivors = self._apply_slo(survivors, options)
         _score(survivors, policy.policy.weights(options.prefer))
@@ -219,6 +236,20 @@ class Router:
             if holds:
                 return rule
         return None
+
+    def _apply_rollouts(
+        self,
+        subtask: Subtask,
+        context: RouteContext,
+        policy: CompiledPolicy,
+        survivors: list[Candidate],
+    ) -> list[Candidate]:
+        for rollout in policy.policy.rollouts:
+            if rollout.task == (subtask.task or subtask.capability):
+                share = self._rollout_percent
+                percent = rollout.percent if share is None else share(rollout)
+                survivors = keep_side(rollout, percent, context.routing_key, survivors)
+        return survivors
 
     @staticmethod
     def _apply_budget(

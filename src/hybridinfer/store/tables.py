@@ -71,11 +71,12 @@ policies = Table(
     metadata,
     Column("version", String(100), primary_key=True),
     Column("body", Text, nullable=False, doc="the policy YAML as applied"),
-    Column("status", String(16), nullable=False, doc="active | retired"),
+    Column("status", String(16), nullable=False, doc="staged | canary | active | retired"),
     Column("thresholds", Text, nullable=False, doc="cascade thresholds resolved at apply, JSON"),
     Column("author", String(64), nullable=True, doc="key id of who applied it"),
     Column("created_at", Float, nullable=False),
     Column("activated_at", Float, nullable=True),
+    Column("canary_percent", Float, nullable=True, doc="share of traffic while in canary"),
     Index("ix_policies_status", "status"),
 )
 
@@ -109,4 +110,14 @@ audit_log = Table(
     Column("before", Text, nullable=True, doc="the state before, JSON"),
     Column("after", Text, nullable=True, doc="the state after, JSON"),
     Index("ix_audit_log_action_at", "action", "at"),
+)
+
+model_rollouts = Table(
+    "model_rollouts",
+    metadata,
+    Column("id", String(300), primary_key=True, doc="task/model:candidate of the rollout"),
+    Column("status", String(16), nullable=False, doc="promoted | rolled_back"),
+    Column("reason", Text, nullable=False, doc="why, in one sentence"),
+    Column("comparison", Text, nullable=False, doc="both versions' figures at the decision, JSON"),
+    Column("decided_at", Float, nullable=False),
 )
