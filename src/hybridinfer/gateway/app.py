@@ -15,6 +15,7 @@ from hybridinfer.controlplane import ControlPlane
 from hybridinfer.errors import HybridInferError, NotFound
 from hybridinfer.gateway.artifacts import artifact_routes
 from hybridinfer.gateway.audit import AUDIT_ROUTES
+from hybridinfer.gateway.dashboard import DASHBOARD_ROUTES
 from hybridinfer.gateway.metrics import METRICS_ROUTES
 from hybridinfer.gateway.middleware import (
     AccessLogMiddleware,
@@ -75,6 +76,7 @@ def create_app(
             *POLICY_ROUTES,
             *ROLLOUT_ROUTES,
             *RULE_ROUTES,
+            *DASHBOARD_ROUTES,
             *AUDIT_ROUTES,
             *OPENAI_ROUTES,
             *artifact_routes(plane),

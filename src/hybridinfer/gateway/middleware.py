@@ -19,9 +19,10 @@ from hybridinfer.tracecontext import CURRENT, new_context
 log = logging.getLogger("hybridinfer.gateway")
 access_log = logging.getLogger("hybridinfer.access")
 
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz"})
-# Signed object URLs carry their own HMAC authorisation (objectstore/filesystem.py).
-PUBLIC_PREFIXES = ("/v1/objects/",)
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/ui"})
+# Signed object URLs carry their own HMAC authorisation (objectstore/filesystem.py); the
+# dashboard's static files hold no data (its page sends a key to the JSON APIs).
+PUBLIC_PREFIXES = ("/v1/objects/", "/ui/static/")
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

@@ -67,6 +67,10 @@ class TraceSink:
         if len(self._pending) >= self._batch_size:
             self._wake.set()
 
+    def latest(self) -> list[dict[str, Any]]:
+        """The traces this process finished lately (its in-memory ring), oldest first."""
+        return list(self._recent.values())
+
     async def get(self, request_id: str) -> dict[str, Any] | None:
         body = self._recent.get(request_id)
         if body is not None:

@@ -1,0 +1,122 @@
+"""The /ui dashboard: its shell is public and self-contained, its data needs the admin key,
+and a real browser (Debian's headless chromium) shows a request's decision reason and stage
+timings after a click. Without chromium the browser test skips, except under CI."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from starlette.testclient import TestClient
+
+from tests.conftest import ADMIN_KEY, REPO, auth
+from tests.peers import gateway_process, require
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+SENTIMENT = {"task": "sentiment", "inputs": {"text": "the battery lasts for days, love it"}}
+
+
+def test_the_page_and_its_files_are_public_and_load_nothing_from_elsewhere(
+    client: TestClient,
+) -> None:
+    page = client.get("/ui")
+    assert page.status_code == 200
+    assert page.headers["content-type"].startswith("text/html")
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    sources = [s for s in re.findall(r'(?:src|href)="([^"]+)"', page.text) if s != "data:,"]
+    assert sources
+    for source in sources:
+        assert source.startswith("/ui/static/"), source
+        assert client.get(source).status_code == 200, source
+    for name in ("dashboard.js", "trace.js", "svg.js", "style.css"):
+        body = client.get(f"/ui/static/{name}").text
+        assert "http://" not in body.replace("http://www.w3.org/2000/svg", "")
+        assert "https://" not in body
+    assert client.get("/ui/static/nothing.js").status_code == 404
+
+
+def test_stats_need_the_admin_key_and_summarise_recent_requests(client: TestClient) -> None:
+    assert client.get("/v1/stats").status_code == 401
+    for _ in range(3):
+        assert client.post("/v1/infer", json=SENTIMENT, headers=auth()).status_code == 200
+    stats = client.get("/v1/stats", headers=auth()).json()
+    assert stats["requests"] == 3
+    assert stats["tiers"]["local"] == 3
+    assert stats["status"] == {"ok": 3}
+    assert stats["latency_ms"]["total"]["p50"] > 0
+    assert sum(stats["series"]["tiers"]["local"]) == 3
+    assert stats["spend"]["spent"] == 0.0
+    assert stats["telemetry"]["exporter"] == "off"
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    webdriver = require("selenium.webdriver")
+    if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
+        message = "Debian's chromium (and its chromedriver) is not installed"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1500"):
+        options.add_argument(argument)
+    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
+    service = webdriver.ChromeService(executable_path=CHROMEDRIVER)
+    driver = webdriver.Chrome(options=options, service=service)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.mark.integration
+def test_a_browser_opens_a_recent_request_and_sees_its_decision_and_timings(
+    tmp_path: Path, models_dir: Path, browser: Any
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    with gateway_process(tmp_path / "gw", models_dir, ADMIN_KEY, log_level="warning") as (url, _):
+        with httpx.Client(base_url=url, headers=auth(), timeout=30) as api:
+            for _ in range(4):
+                assert api.post("/v1/infer", json=SENTIMENT).status_code == 200
+            failed = api.post("/v1/infer", json={**SENTIMENT, "options": {"route": "edge"}})
+            assert failed.status_code == 503
+            chosen = api.post("/v1/infer", json=SENTIMENT).json()["request_id"]
+            trace = api.get(f"/v1/traces/{chosen}").json()
+        wait = WebDriverWait(browser, 20)
+        browser.get(f"{url}/ui")
+        browser.find_element(By.ID, "key").send_keys(ADMIN_KEY)
+        browser.find_element(By.CSS_SELECTOR, "#key-form button[type=submit]").click()
+        row = f'#recent tbody tr[data-id="{chosen}"]'
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, row))
+        assert browser.find_element(By.ID, "requests").text.startswith("6 requests")
+        assert "local" in browser.find_element(By.ID, "nodes").text
+        browser.find_element(By.CSS_SELECTOR, row).click()
+        (decision,) = trace["decisions"]
+        reason = f'#decisions .decision[data-subtask="{decision["subtask"]}"] .reason'
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, reason))
+        assert browser.find_element(By.CSS_SELECTOR, reason).text == decision["reason"]
+        candidates = browser.find_element(By.CSS_SELECTOR, "#decisions table").text
+        for candidate in decision["candidates"]:
+            assert candidate["deployment"] in candidates
+        waterfall = browser.find_element(By.ID, "waterfall")
+        for stage in ("decompose", "route", "execute", "aggregate"):
+            bar = waterfall.find_element(By.CSS_SELECTOR, f'g[data-stage="{stage}"]')
+            assert f"{trace['timings_ms'][stage]:.3f} ms" in bar.text, stage
+        assert decision["subtask"] in browser.find_element(By.ID, "plan").text
+        assert "primary" in browser.find_element(By.ID, "attempts").text
+        shot = tmp_path / "ui.png"
+        assert browser.save_screenshot(str(shot))
+        assert shot.stat().st_size > 10_000
+        if os.environ.get("HYBRIDINFER_SAVE_UI_SCREENSHOT"):
+            (REPO / "docs" / "img").mkdir(parents=True, exist_ok=True)
+            shutil.copy(shot, REPO / "docs" / "img" / "ui.png")
