@@ -32,6 +32,9 @@ def settings(tmp_path: Path, models_dir: Path) -> Settings:
         models_dir=models_dir,
         bootstrap_key=SecretStr(ADMIN_KEY),
         node_token=SecretStr(NODE_TOKEN),
+        # Routing must not depend on how busy the shared machine is (the host's CPU is the
+        # local node's load); tests of CPU admission set their own interval.
+        local_cpu_interval_s=3600.0,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -96,3 +97,36 @@ class ScriptedBackend(Backend):
         if isinstance(outcome, HybridInferError):
             raise outcome
         return {"label": f"from-{node.id}", "confidence": outcome, "scores": {}}
+
+
+Outcome = float | HybridInferError | tuple[float, float]
+"""A confidence, an error to raise, or (seconds to take, confidence)."""
+
+
+class SequenceBackend(Backend):
+    """Answers each node's calls from its own list of outcomes, in order (the last repeats)."""
+
+    protocol = "fake"
+
+    def __init__(self, script: Mapping[str, list[Outcome]]) -> None:
+        self.script = {node_id: list(outcomes) for node_id, outcomes in script.items()}
+        self.calls: list[str] = []
+        self.cancelled: list[str] = []
+
+    async def infer(
+        self, node: Node, deployment: Deployment, inputs: Mapping[str, Any], timeout_s: float
+    ) -> dict[str, Any]:
+        self.calls.append(node.id)
+        outcomes = self.script.get(node.id) or [UpstreamUnavailable(f"{node.id} is not scripted")]
+        outcome = outcomes.pop(0) if len(outcomes) > 1 else outcomes[0]
+        if isinstance(outcome, HybridInferError):
+            raise outcome
+        confidence = outcome
+        if isinstance(outcome, tuple):
+            seconds, confidence = outcome
+            try:
+                await asyncio.sleep(seconds)
+            except asyncio.CancelledError:
+                self.cancelled.append(node.id)
+                raise
+        return {"label": f"from-{node.id}", "confidence": confidence, "scores": {}}

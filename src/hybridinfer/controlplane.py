@@ -21,7 +21,10 @@ from hybridinfer.decompose.rules import default_rules_path, load_rules
 from hybridinfer.embedder import Embedder
 from hybridinfer.errors import ConfigError
 from hybridinfer.execute.breaker import Breakers
-from hybridinfer.execute.executor import Executor
+from hybridinfer.execute.cpuload import LocalCpu
+from hybridinfer.execute.executor import Admission, Executor
+from hybridinfer.execute.hedge import HedgePolicy
+from hybridinfer.execute.retry import Retries
 from hybridinfer.execute.streaming import StreamExecutor
 from hybridinfer.keys import KeyRing, generate_key
 from hybridinfer.modelstore import ModelStore
@@ -36,7 +39,6 @@ from hybridinfer.ratelimit import RateLimiter
 from hybridinfer.registry import NodeRegistry, deployment_from_info, node_from_registration
 from hybridinfer.replicas import ReplicaSync
 from hybridinfer.retrieval import KnowledgeBase, default_knowledge_path, load_passages
-from hybridinfer.rollout import RolloutMonitor
 from hybridinfer.route.budget import Ledger, MemoryLedger
 from hybridinfer.route.policy import default_policy_path
 from hybridinfer.route.router import Router
@@ -71,12 +73,8 @@ class ControlPlane:
         self.registry = NodeRegistry(settings.heartbeat_interval_s)
         self.signals = Signals()
         self.policies = PolicyCenter(
-            self.store,
-            self.registry,
-            settings.policy_file or default_policy_path(),
-            audit=self.audit,
+            self.store, self.registry, settings.policy_file or default_policy_path()
         )
-        self.rollouts = RolloutMonitor(self.store, self.policies.current, self.audit)
         self.cache = open_cache(settings)
         # One process counts spend in memory; replicas share the counters in the cache.
         self.ledger: Ledger = (
@@ -87,16 +85,9 @@ class ControlPlane:
             settings.breaker_failures, settings.breaker_open_s, settings.breaker_max_open_s
         )
         self.router = Router(
-            self.registry,
-            self.signals,
-            self.policies.current,
-            self.ledger,
-            self.breakers,
-            choose_policy=self.policies.choose,
-            rollout_percent=self.rollouts.percent,
+            self.registry, self.signals, self.policies.current, self.ledger, self.breakers
         )
         self.traces = TraceSink(self.store)
-        self.traces.observers.append(self.rollouts.record)
         # OpenTelemetry spans, built from finished traces off the request path.
         self.telemetry = None if settings.otel_exporter == "off" else Telemetry(settings)
         if self.telemetry is not None:
@@ -120,6 +111,26 @@ class ControlPlane:
             self.ledger,
             lambda: self.policies.current().policy.budget,
             breakers=self.breakers,
+            admission=Admission(
+                settings.admission_max_in_flight,
+                settings.admission_max_queued,
+                settings.shed_retry_after_s,
+            ),
+            retry=Retries(
+                settings.retry_attempts,
+                settings.retry_base_ms / 1000.0,
+                settings.retry_max_ms / 1000.0,
+                settings.attempt_timeout_ms / 1000.0 or None,
+            ),
+            hedging=HedgePolicy(settings.hedge_delay_ms, settings.hedge_below_latency_ms),
+        )
+        self.local_cpu = LocalCpu(
+            [self.local_node, self.steps_node],
+            self.executor.limiter(LOCAL_NODE_ID),
+            interval_s=settings.local_cpu_interval_s,
+            alpha=settings.local_cpu_alpha,
+            saturated=settings.local_cpu_saturated,
+            saturated_in_flight=settings.local_cpu_in_flight,
         )
         self.pipeline = Pipeline(
             self.decomposer,
@@ -127,7 +138,9 @@ class ControlPlane:
             self.executor,
             self.traces,
             settings.request_timeout_ms,
-            streamer=StreamExecutor(self.backends, self.signals, self.executor.spend),
+            streamer=StreamExecutor(
+                self.backends, self.signals, self.executor.spend, self.executor.retry
+            ),
         )
         self._build_state_layer()
 
@@ -221,8 +234,8 @@ class ControlPlane:
         for registration in self.settings.static_nodes:
             self.registry.add(node_from_registration(registration))
         self.prober.start()
+        self.local_cpu.start()
         await self.policies.start()
-        self.rollouts.start()
         generated: str | None = None
         if self.settings.bootstrap_key is not None:
             await self.keys.ensure(
@@ -244,8 +257,8 @@ class ControlPlane:
         await self.worker.stop()
         await self.queue.close()
         await self.prober.stop()
+        await self.local_cpu.stop()
         await self.policies.stop()
-        await self.rollouts.stop()
         await self.traces.stop()
         if self.telemetry is not None:
             await self.telemetry.stop()

@@ -22,6 +22,7 @@ machine-readable ``code``. One handler (``gateway.middleware.ErrorMiddleware``) 
     │   ├── UpstreamUnavailable (502 upstream_unavailable)
     │   └── UpstreamRejected (502 upstream_rejected)
     ├── NoCapacity (503 no_capacity)
+    │   └── Overloaded (503 overloaded, Retry-After)
     ├── DeadlineExceeded (504 deadline_exceeded)
     └── ConfigError (500 invalid_config; raised at start-up, never per request)
 """
@@ -116,6 +117,18 @@ class UpstreamError(HybridInferError):
     status_code = 502
     code = "upstream_failed"
 
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        details: dict[str, Any] | None = None,
+        upstream_status: int | None = None,
+    ) -> None:
+        super().__init__(message, code=code, details=details)
+        self.upstream_status = upstream_status
+        """The upstream's HTTP status, when it answered with one (retries read it)."""
+
 
 class UpstreamUnavailable(UpstreamError):
     code = "upstream_unavailable"
@@ -128,6 +141,19 @@ class UpstreamRejected(UpstreamError):
 class NoCapacity(HybridInferError):
     status_code = 503
     code = "no_capacity"
+
+
+class Overloaded(NoCapacity):
+    """Shed, not queued: the gateway or a node is past its queue bound; try again shortly."""
+
+    code = "overloaded"
+
+    def __init__(self, message: str, *, retry_after_s: float, code: str | None = None) -> None:
+        super().__init__(message, code=code)
+        self.retry_after_s = retry_after_s
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(max(1, round(self.retry_after_s)))}
 
 
 class DeadlineExceeded(HybridInferError):

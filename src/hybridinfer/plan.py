@@ -50,6 +50,8 @@ class Subtask:
     """The caller waits on it interactively: policies may keep it off slow links."""
     stays_local: bool = False
     """Placed on the local tier even when the request forces another one."""
+    hedge: bool = False
+    """The next deployment of its chain may be raced against the first (``execute/hedge.py``)."""
 
     def labels(self) -> dict[str, Any]:
         """The labels a trace shows for this subtask."""

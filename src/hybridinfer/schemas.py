@@ -22,6 +22,11 @@ class InferOptions(_Body):
     route: Literal["auto", "local", "edge", "cloud"] = "auto"
     timeout_ms: int | None = Field(None, gt=0, le=600_000, description="Deadline of the request.")
     priority: int = Field(0, ge=0, le=9, description="Higher goes first when a node is saturated.")
+    hedge: bool | None = Field(
+        None,
+        description="Race a second deployment when the first is slow (default: when "
+        "max_latency_ms is under the gateway's hedge threshold).",
+    )
     model: str | None = Field(
         None, min_length=1, max_length=200, description="Pin this model (`auto`: router's choice)."
     )

@@ -114,6 +114,79 @@ class Settings(BaseSettings):
     breaker_max_open_s: float = Field(
         30.0, gt=0.0, description="Longest open period (it doubles after each failed trial)."
     )
+    retry_attempts: int = Field(
+        2,
+        ge=1,
+        description="Tries of one deployment (first included) on retryable failures (connect "
+        "errors, HTTP 502/503/504, timeouts) before falling back; never past the deadline.",
+    )
+    retry_base_ms: float = Field(
+        50.0, gt=0.0, description="The first retry waits up to this long (full jitter)."
+    )
+    retry_max_ms: float = Field(
+        1000.0, gt=0.0, description="Cap of one retry wait (it doubles per retry up to this)."
+    )
+    attempt_timeout_ms: int = Field(
+        0,
+        ge=0,
+        description="Longest one try of a deployment may take, so a hung call is retried or "
+        "falls back in time (0: a try may use whatever is left of the request's deadline).",
+    )
+    hedge_delay_ms: float = Field(
+        50.0,
+        gt=0.0,
+        description="Hedged subtasks: head start of the first call until its deployment has "
+        "20 observed calls; after that, their p95 latency.",
+    )
+    hedge_below_latency_ms: float = Field(
+        0.0,
+        ge=0.0,
+        description="Hedge the subtasks of requests whose max_latency_ms is at most this "
+        "(0: only requests with options.hedge true).",
+    )
+    shed_max_in_flight: int = Field(
+        256, ge=1, description="Inference requests the gateway runs at once (load shedding)."
+    )
+    shed_max_queued: int = Field(
+        512,
+        ge=0,
+        description="Inference requests waiting for a slot; past this: 503 overloaded with "
+        "Retry-After.",
+    )
+    shed_max_wait_ms: int = Field(
+        1000, ge=0, description="Longest wait for a slot before 503 overloaded."
+    )
+    shed_retry_after_s: float = Field(
+        1.0, gt=0.0, description="Retry-After of a 503 overloaded answer (gateway and nodes)."
+    )
+    admission_max_in_flight: int = Field(
+        64, ge=1, description="Calls in flight per node (admission); more wait by priority."
+    )
+    admission_max_queued: int = Field(
+        256,
+        ge=0,
+        description="Calls waiting per node; past this a call is shed (503 overloaded) or, "
+        "with a fallback left, goes there.",
+    )
+    local_cpu_interval_s: float = Field(
+        0.5, gt=0.0, description="How often the host's CPU use is sampled (off the request path)."
+    )
+    local_cpu_alpha: float = Field(
+        0.3, gt=0.0, le=1.0, description="EWMA weight of the newest CPU sample (1: no smoothing)."
+    )
+    local_cpu_saturated: float = Field(
+        0.9,
+        gt=0.0,
+        le=1.0,
+        description="Smoothed host CPU use (0..1) at which local admission is limited; "
+        "restored below this minus 0.1.",
+    )
+    local_cpu_in_flight: int = Field(
+        2,
+        ge=1,
+        description="Local-tier calls in flight while the CPU is saturated; calls with another "
+        "deployment in their chain spill over to it instead of waiting.",
+    )
     probe_interval_s: float = Field(
         1.0, gt=0.0, description="Health and RTT probe period of remote nodes (down on a miss)."
     )

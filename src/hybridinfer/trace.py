@@ -23,8 +23,13 @@ class Attempt:
     node: str
     model: str
     role: str
-    """``primary``, ``fallback`` or ``escalation``."""
+    """``primary``, ``fallback``, ``hedge`` (raced against the primary) or ``escalation``."""
     status: str = "ok"
+    """``ok``, ``error``, or ``cancelled`` (a hedge race it lost)."""
+    number: int = 1
+    """Try number on this deployment: 1, then 2 for the first retry, …"""
+    wait_ms: float = 0.0
+    """Backoff waited before this try."""
     latency_ms: float = 0.0
     error_code: str | None = None
     error: str | None = None
@@ -45,6 +50,8 @@ class Attempt:
             "model": self.model,
             "role": self.role,
             "status": self.status,
+            "number": self.number,
+            "wait_ms": round(self.wait_ms, 3),
             "latency_ms": round(self.latency_ms, 3),
             "started_ms": round(self.started_ms(origin), 3),
             "error_code": self.error_code,
@@ -96,10 +103,6 @@ class Trace:
     """When each stage first started, in ms after the request arrived (for waterfalls)."""
     status: str = "running"
     error: dict[str, Any] | None = None
-    routing_key: str | None = None
-    """The caller's ``X-Routing-Key``: canary splits hash it (else the request id)."""
-    policy_version: str | None = None
-    """The policy version that decided the request (a canary's, for its share)."""
     context: TraceContext = field(default_factory=current_or_new)
     """Trace and span ids (the caller's trace, when it sent ``traceparent``)."""
 
@@ -134,6 +137,5 @@ class Trace:
             "timings_ms": self.rounded_timings(),
             "offsets_ms": {name: round(value, 3) for name, value in self.offsets_ms.items()},
             "error": self.error,
-            "policy_version": self.policy_version,
             "trace_id": self.context.trace_id_hex,
         }

@@ -4,6 +4,7 @@ import asyncio
 
 import pytest
 
+from hybridinfer.errors import Overloaded
 from hybridinfer.execute.admission import PriorityLimiter
 
 
@@ -53,3 +54,73 @@ async def test_cancelled_waiters_do_not_leak_slots() -> None:
     assert limiter.waiting == 0
     async with limiter.slot():
         assert limiter.in_flight == 1
+
+
+async def test_past_the_queue_bound_a_call_is_shed_with_retry_after() -> None:
+    limiter = PriorityLimiter(1, max_queued=2, retry_after_s=3.0, name="edge-1")
+    gate = asyncio.Event()
+
+    async def hold() -> None:
+        async with limiter.slot():
+            await gate.wait()
+
+    held = [asyncio.create_task(hold()) for _ in range(3)]  # one runs, two wait
+    await asyncio.sleep(0)
+    assert (limiter.in_flight, limiter.waiting) == (1, 2)
+    with pytest.raises(Overloaded) as shed:
+        async with limiter.slot():
+            pass
+    assert shed.value.status_code == 503
+    assert shed.value.error_code == "node_saturated"
+    assert shed.value.headers() == {"Retry-After": "3"}
+    assert limiter.waiting == 2  # the shed call left no trace in the queue
+    gate.set()
+    await asyncio.gather(*held)
+    assert (limiter.in_flight, limiter.waiting) == (0, 0)
+
+
+async def test_without_wait_a_busy_node_sheds_at_once() -> None:
+    limiter = PriorityLimiter(1)
+    async with limiter.slot():
+        with pytest.raises(Overloaded):
+            async with limiter.slot(wait=False):
+                pass
+    async with limiter.slot(wait=False):
+        assert limiter.in_flight == 1
+
+
+async def test_a_shrunk_limit_drains_to_the_new_bound_and_grows_back() -> None:
+    limiter = PriorityLimiter(3)
+    gates = [asyncio.Event() for _ in range(5)]
+    running: list[int] = []
+
+    async def call(index: int) -> None:
+        async with limiter.slot():
+            running.append(index)
+            await gates[index].wait()
+
+    tasks = [asyncio.create_task(call(i)) for i in range(5)]
+    await asyncio.sleep(0)
+    assert running == [0, 1, 2]
+    assert limiter.waiting == 2
+    limiter.set_limit(1)
+    assert limiter.constrained
+    for index in (0, 1):  # two finish: still over the limit of 1, nobody new starts
+        gates[index].set()
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+    assert running == [0, 1, 2]
+    assert limiter.in_flight == 1
+    gates[2].set()
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert running == [0, 1, 2, 3]
+    assert limiter.in_flight == 1
+    limiter.set_limit(3)  # restored: the last waiter starts at once
+    await asyncio.sleep(0)
+    assert running == [0, 1, 2, 3, 4]
+    assert not limiter.constrained
+    for gate in gates:
+        gate.set()
+    await asyncio.gather(*tasks)
+    assert (limiter.in_flight, limiter.waiting) == (0, 0)

@@ -262,9 +262,11 @@ def test_failed_cloud_falls_back_to_local_and_the_trace_shows_both(client: TestC
     assert response.status_code == 200, response.text
     assert response.json()["subtasks"][0]["tier"] == "local"
     trace = client.get(f"/v1/traces/{response.json()['request_id']}", headers=auth()).json()
-    assert [(a["node"], a["status"]) for a in trace["attempts"]] == [
-        ("cloud-dead", "error"),
-        ("local", "ok"),
+    # A refused connection is retried once (retry_attempts: 2), then the chain falls back.
+    assert [(a["node"], a["number"], a["status"]) for a in trace["attempts"]] == [
+        ("cloud-dead", 1, "error"),
+        ("cloud-dead", 2, "error"),
+        ("local", 1, "ok"),
     ]
     assert trace["attempts"][0]["error_code"] == "upstream_unavailable"
 

@@ -19,7 +19,10 @@ def json_object(raw: bytes, status: int, model: str) -> dict[str, Any]:
     try:
         payload = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        raise UpstreamError(f"{model}: HTTP {status} with a body that is not JSON") from None
+        raise UpstreamError(
+            f"{model}: HTTP {status} with a body that is not JSON",
+            upstream_status=status if status >= 400 else None,
+        ) from None
     if not isinstance(payload, dict):
         raise UpstreamError(f"{model}: HTTP {status}: the body is not a JSON object")
     return payload

@@ -48,7 +48,7 @@ def _status_error(model: str, status: int, raw: bytes) -> HybridInferError:
         message = message or payload.get("detail")
     text = str(message or raw[:200].decode("utf-8", "replace") or "no error message")
     kind = UpstreamRejected if 400 <= status < 500 else UpstreamError
-    return kind(f"{model}: HTTP {status}: {text[:300]}")
+    return kind(f"{model}: HTTP {status}: {text[:300]}", upstream_status=status)
 
 
 def _mean_pool(vectors: list[list[float]]) -> list[float]:

@@ -53,7 +53,8 @@ class V2Backend(HttpBackend):
         payload = json_object(raw, status, model)
         if status >= 400:
             error = UpstreamRejected if status < 500 else UpstreamError
-            raise error(f"{model}: HTTP {status}: {payload.get('error') or 'no error message'}")
+            message = payload.get("error") or "no error message"
+            raise error(f"{model}: HTTP {status}: {message}", upstream_status=status)
         return payload
 
     async def probe(self, node: Node, timeout_s: float) -> bool:

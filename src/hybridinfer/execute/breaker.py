@@ -127,6 +127,12 @@ class Breakers:
         else:
             self._breaker(deployment_id).trial_in_flight = False
 
+    def on_cancel(self, deployment_id: str) -> None:
+        """A call was cancelled (it lost a hedge race): no verdict, but free the trial."""
+        breaker = self._by_deployment.get(deployment_id)
+        if breaker is not None:
+            breaker.trial_in_flight = False
+
     def states(self) -> dict[str, str]:
         """Every breaker that is not closed, by deployment id."""
         now = self._clock()

@@ -1,5 +1,6 @@
 """Run a plan's subtasks on their deployments: dependencies first, independent ones in
-parallel, each inside the request's deadline, with the decision's fallbacks and cascade."""
+parallel, each inside the request's deadline, with retries, the decision's fallbacks, an
+optional hedge and the cascade."""
 
 from __future__ import annotations
 
@@ -15,17 +16,24 @@ from hybridinfer.decompose.rules import split_reference
 from hybridinfer.errors import (
     DeadlineExceeded,
     HybridInferError,
+    NoCapacity,
     UpstreamError,
     UpstreamUnavailable,
 )
 from hybridinfer.execute.admission import PriorityLimiter
+from hybridinfer.execute.attempts import Step, chain, close_attempt, open_attempt, time_left
 from hybridinfer.execute.breaker import Breakers
+from hybridinfer.execute.chain import ChainRunner
+from hybridinfer.execute.hedge import HedgePolicy, LatencyWindows
+from hybridinfer.execute.retry import Retries
 from hybridinfer.execute.spend import SpendGuard
 from hybridinfer.plan import Plan, Subtask
 from hybridinfer.route.budget import Ledger, MemoryLedger
 from hybridinfer.route.policy import BudgetPolicy
 from hybridinfer.route.signals import Signals
 from hybridinfer.trace import Attempt, Trace
+
+Outcome = tuple[dict[str, Any], Attempt]
 
 
 @dataclass(slots=True)
@@ -54,6 +62,15 @@ def resolve(
     return done[source].outputs.get(name)
 
 
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """Per-node admission: slots in flight and the bound of the queue waiting for one."""
+
+    max_in_flight: int = 64
+    max_queued: int = 256
+    retry_after_s: float = 1.0
+
+
 class Executor:
     """Runs plans; one backend per protocol."""
 
@@ -63,21 +80,29 @@ class Executor:
         signals: Signals,
         ledger: Ledger | None = None,
         budget: Callable[[], BudgetPolicy] = BudgetPolicy,
-        max_in_flight_per_node: int = 64,
+        admission: Admission | None = None,
         breakers: Breakers | None = None,
+        retry: Retries | None = None,
+        hedging: HedgePolicy | None = None,
     ) -> None:
         self._backends = dict(backends)
         self._signals = signals
         self.spend = SpendGuard(ledger or MemoryLedger(), budget)
         self.breakers = breakers or Breakers()
-        self._per_node_limit = max_in_flight_per_node
+        self.retry = retry or Retries()
+        self.hedging = hedging or HedgePolicy()
+        self.latencies = LatencyWindows()
+        self._admission = admission or Admission()
         self._limiters: dict[str, PriorityLimiter] = {}
 
     def limiter(self, node_id: str) -> PriorityLimiter:
         """The admission limiter of one node (created on first use)."""
         limiter = self._limiters.get(node_id)
         if limiter is None:
-            limiter = self._limiters[node_id] = PriorityLimiter(self._per_node_limit)
+            admission = self._admission
+            limiter = self._limiters[node_id] = PriorityLimiter(
+                admission.max_in_flight, admission.max_queued, admission.retry_after_s, node_id
+            )
         return limiter
 
     async def run(
@@ -146,33 +171,30 @@ class Executor:
         inputs = {
             name: resolve(value, request_inputs, done) for name, value in subtask.inputs.items()
         }
-        chain = [(decision.chosen, "primary")] + [(c, "fallback") for c in decision.fallbacks]
-        last_error: HybridInferError = DeadlineExceeded("no time left to run the subtask")
-        for candidate, role in chain:
-            try:
-                outputs, attempt = await self._attempt(
-                    subtask, candidate, role, inputs, trace, deadline
-                )
-            except HybridInferError as error:
-                last_error = error
-                continue
-            if decision.cascade is not None and role == "primary":
-                confidence = outputs.get("confidence")
-                if isinstance(confidence, float) and confidence < decision.cascade.threshold:
-                    escalated = await self._escalate(
-                        subtask, decision, candidate, inputs, trace, deadline
-                    )
-                    if escalated is not None:
-                        outputs, attempt = escalated
-            return SubtaskResult(
-                subtask,
-                "ok",
-                outputs,
-                attempt,
-                reason=decision.reason,
-                latency_ms=attempt.latency_ms,
+
+        async def attempt(step: Step) -> Outcome:
+            return await self._attempt(subtask, step, inputs, trace, deadline)
+
+        hedge_delay = None
+        if subtask.hedge and decision.fallbacks:
+            hedge_delay = self.hedging.delay_s(self.latencies, decision.chosen.deployment.id)
+        try:
+            outputs, used = await ChainRunner(attempt, self.retry, deadline).run(
+                chain(decision), hedge_delay
             )
-        return SubtaskResult(subtask, "error", error=last_error, reason=decision.reason)
+        except HybridInferError as error:
+            return SubtaskResult(subtask, "error", error=error, reason=decision.reason)
+        if decision.cascade is not None and used.role == "primary":
+            confidence = outputs.get("confidence")
+            if isinstance(confidence, float) and confidence < decision.cascade.threshold:
+                escalated = await self._escalate(
+                    subtask, decision, decision.chosen, inputs, trace, deadline
+                )
+                if escalated is not None:
+                    outputs, used = escalated
+        return SubtaskResult(
+            subtask, "ok", outputs, used, reason=decision.reason, latency_ms=used.latency_ms
+        )
 
     async def _escalate(
         self,
@@ -189,7 +211,7 @@ class Executor:
                 continue
             try:
                 return await self._attempt(
-                    subtask, candidate, "escalation", inputs, trace, deadline
+                    subtask, Step(candidate, "escalation"), inputs, trace, deadline
                 )
             except HybridInferError:
                 continue  # the local answer stands; the trace shows the failed escalation
@@ -198,54 +220,69 @@ class Executor:
     async def _attempt(
         self,
         subtask: Subtask,
-        candidate: Candidate,
-        role: str,
+        step: Step,
         inputs: Mapping[str, Any],
         trace: Trace,
         deadline: float,
-    ) -> tuple[dict[str, Any], Attempt]:
-        node, deployment = candidate.node, candidate.deployment
-        attempt = Attempt(
-            subtask_id=subtask.id,
-            deployment=deployment.id,
-            tier=node.tier.value,
-            node=node.id,
-            model=deployment.model,
-            role=role,
-        )
-        trace.attempts.append(attempt)
-        started = time.perf_counter()
+    ) -> Outcome:
+        deployment = step.candidate.deployment
+        attempt, started = open_attempt(trace, subtask, step)
         try:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise DeadlineExceeded("the request's deadline passed before this attempt")
-            backend = self._backends.get(node.protocol)
-            if backend is None:
-                raise UpstreamError(f"no backend speaks {node.protocol!r}")
-            if not self.breakers.allows(deployment.id):  # opened since the decision was made
-                raise UpstreamUnavailable(f"{deployment.id}: circuit open", code="breaker_open")
-            self.breakers.on_start(deployment.id)
-            try:
-                async with asyncio.timeout(remaining), self.limiter(node.id).slot(subtask.priority):
-                    outputs = await self._call_within_budget(
-                        backend, candidate, inputs, deadline - time.monotonic(), trace.key_id
-                    )
-            except TimeoutError:  # waiting for a slot used up the deadline
-                raise DeadlineExceeded(f"{node.id} was saturated until the deadline") from None
+            outputs = await self._call(subtask, step, inputs, deadline, trace.key_id)
         except HybridInferError as error:
-            attempt.status = "error"
-            attempt.error_code = error.error_code
-            attempt.error = error.message
+            close_attempt(attempt, started, error)
             if error.error_code != "breaker_open":
                 self.breakers.on_result(deployment.id, error)
+            if not isinstance(error, NoCapacity):  # a full queue says nothing of the model
+                self._signals.observe(deployment.id, attempt.latency_ms, False)
             raise
-        finally:
-            attempt.latency_ms = (time.perf_counter() - started) * 1000.0
-            self._signals.observe(deployment.id, attempt.latency_ms, attempt.status == "ok")
+        except asyncio.CancelledError:  # a hedge race was won by the other call
+            close_attempt(attempt, started, None)
+            attempt.status = "cancelled"
+            self.breakers.on_cancel(deployment.id)
+            raise
+        close_attempt(attempt, started, None)
+        self._signals.observe(deployment.id, attempt.latency_ms, True)
+        self.latencies.observe(deployment.id, attempt.latency_ms)
         self.breakers.on_result(deployment.id, None)
         confidence = outputs.get("confidence")
         attempt.confidence = confidence if isinstance(confidence, float) else None
         return outputs, attempt
+
+    async def _call(
+        self,
+        subtask: Subtask,
+        step: Step,
+        inputs: Mapping[str, Any],
+        deadline: float,
+        key_id: str | None,
+    ) -> dict[str, Any]:
+        """Admission (breaker, node slot), then the call within its timeout and budget."""
+        node, deployment = step.candidate.node, step.candidate.deployment
+        remaining = time_left(deadline)
+        backend = self._backends.get(node.protocol)
+        if backend is None:
+            raise UpstreamError(f"no backend speaks {node.protocol!r}")
+        if not self.breakers.allows(deployment.id):  # opened since the decision was made
+            raise UpstreamUnavailable(f"{deployment.id}: circuit open", code="breaker_open")
+        self.breakers.on_start(deployment.id)
+        limiter = self.limiter(node.id)
+        spill = not step.last and limiter.constrained  # others can take it: do not queue here
+        try:
+            async with asyncio.timeout(remaining), limiter.slot(subtask.priority, wait=not spill):
+                timeout_s = self.retry.timeout_s(deadline - time.monotonic())
+                try:
+                    async with asyncio.timeout(timeout_s):
+                        return await self._call_within_budget(
+                            backend, step.candidate, inputs, timeout_s, key_id
+                        )
+                except TimeoutError:
+                    raise DeadlineExceeded(
+                        f"{deployment.model} on {node.id} did not answer within "
+                        f"{timeout_s * 1000.0:.0f} ms"
+                    ) from None
+        except TimeoutError:  # waiting for a slot used up the deadline
+            raise DeadlineExceeded(f"{node.id} was saturated until the deadline") from None
 
     async def _call_within_budget(
         self,

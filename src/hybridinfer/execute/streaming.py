@@ -13,8 +13,11 @@ from typing import Any
 
 from hybridinfer.backends.base import Backend, StreamingBackend
 from hybridinfer.decision import Candidate, Decision
-from hybridinfer.errors import DeadlineExceeded, HybridInferError, InvalidRequest, UpstreamError
+from hybridinfer.errors import HybridInferError, InvalidRequest, UpstreamError
+from hybridinfer.execute.attempts import Step, chain, close_attempt, open_attempt, time_left
+from hybridinfer.execute.chain import ChainRunner
 from hybridinfer.execute.executor import resolve
+from hybridinfer.execute.retry import Retries
 from hybridinfer.execute.spend import SpendGuard
 from hybridinfer.plan import Subtask
 from hybridinfer.route.signals import Signals
@@ -79,11 +82,7 @@ class TokenStream:
         if self._closed:
             return
         self._closed = True
-        self.attempt.latency_ms = (time.perf_counter() - self._started) * 1000.0
-        if error is not None:
-            self.attempt.status = "error"
-            self.attempt.error_code = error.error_code
-            self.attempt.error = error.message
+        close_attempt(self.attempt, self._started, error)
         self._signals.observe(
             self.deployment.id,
             self.attempt.latency_ms,
@@ -97,11 +96,16 @@ class StreamExecutor:
     """Starts streaming subtasks on the backends that can stream."""
 
     def __init__(
-        self, backends: Mapping[str, Backend], signals: Signals, spend: SpendGuard | None = None
+        self,
+        backends: Mapping[str, Backend],
+        signals: Signals,
+        spend: SpendGuard | None = None,
+        retry: Retries | None = None,
     ) -> None:
         self._backends = dict(backends)
         self._signals = signals
         self._spend = spend
+        self._retry = retry or Retries()
 
     async def start(
         self,
@@ -111,40 +115,31 @@ class StreamExecutor:
         trace: Trace,
         deadline: float,
     ) -> TokenStream:
-        """The first deployment of the chain that produced a token; raises the last error."""
+        """The first deployment of the chain that produced a token (each retried while the
+        deadline allows); raises the last error."""
         inputs = {
             name: resolve(value, request_inputs, {}) for name, value in subtask.inputs.items()
         }
-        chain = [(decision.chosen, "primary")] + [(c, "fallback") for c in decision.fallbacks]
-        last_error: HybridInferError = DeadlineExceeded("no time left to run the subtask")
-        for candidate, role in chain:
-            try:
-                return await self._attempt(subtask, candidate, role, inputs, trace, deadline)
-            except HybridInferError as error:
-                last_error = error
-        raise last_error
+
+        async def attempt(step: Step) -> TokenStream:
+            return await self._attempt(subtask, step, inputs, trace, deadline)
+
+        return await ChainRunner(attempt, self._retry, deadline).run(chain(decision))
 
     async def _attempt(
         self,
         subtask: Subtask,
-        candidate: Candidate,
-        role: str,
+        step: Step,
         inputs: Mapping[str, Any],
         trace: Trace,
         deadline: float,
     ) -> TokenStream:
-        node, deployment = candidate.node, candidate.deployment
-        attempt = Attempt(
-            subtask.id, deployment.id, node.tier.value, node.id, deployment.model, role
-        )
-        trace.attempts.append(attempt)
-        started = time.perf_counter()
+        node, deployment = step.candidate.node, step.candidate.deployment
+        attempt, started = open_attempt(trace, subtask, step)
         pieces: Pieces | None = None
         charged = False
         try:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise DeadlineExceeded("the request's deadline passed before this attempt")
+            remaining = self._retry.timeout_s(time_left(deadline))
             backend = self._backends.get(node.protocol)
             if not isinstance(backend, StreamingBackend):
                 raise InvalidRequest(f"{deployment.model} ({node.protocol}) cannot stream")
@@ -152,23 +147,26 @@ class StreamExecutor:
                 await self._spend.reserve(trace.key_id, deployment.cost_per_call)
                 charged = True
             pieces = backend.infer_stream(node, deployment, inputs, remaining)
-            first: list[dict[str, Any]] = []
-            async for piece in pieces:
-                first.append(piece)
-                if _is_token(piece):
-                    break
-            else:  # a clean, empty answer: still say how it finished
-                if not any(piece.get("finish_reason") for piece in first):
-                    first.append({"delta": {}, "finish_reason": "stop", "usage": None})
+            first = await _first_token(pieces)
         except HybridInferError as error:
             if charged and self._spend is not None:  # no token came: nothing to pay for
                 await self._spend.refund(trace.key_id, deployment.cost_per_call)
             if pieces is not None:
                 await pieces.aclose()  # type: ignore[attr-defined]
-            attempt.status = "error"
-            attempt.error_code = error.error_code
-            attempt.error = error.message
-            attempt.latency_ms = (time.perf_counter() - started) * 1000.0
+            close_attempt(attempt, started, error)
             self._signals.observe(deployment.id, attempt.latency_ms, False)
             raise
-        return TokenStream(candidate, attempt, first, pieces, self._signals, started)
+        assert pieces is not None
+        return TokenStream(step.candidate, attempt, first, pieces, self._signals, started)
+
+
+async def _first_token(pieces: Pieces) -> list[dict[str, Any]]:
+    """Read up to and including the first token (or the whole of an empty answer)."""
+    first: list[dict[str, Any]] = []
+    async for piece in pieces:
+        first.append(piece)
+        if _is_token(piece):
+            return first
+    if not any(piece.get("finish_reason") for piece in first):  # still say how it finished
+        first.append({"delta": {}, "finish_reason": "stop", "usage": None})
+    return first

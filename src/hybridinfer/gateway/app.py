@@ -30,6 +30,7 @@ from hybridinfer.gateway.responses import error_response
 from hybridinfer.gateway.rollouts import ROLLOUT_ROUTES
 from hybridinfer.gateway.routes import ROUTES
 from hybridinfer.gateway.rules import RULE_ROUTES
+from hybridinfer.gateway.shedding import LoadShedder
 from hybridinfer.gateway.tasks import TASK_ROUTES
 from hybridinfer.metrics import Metrics
 
@@ -85,6 +86,13 @@ def create_app(
             Middleware(RequestIdMiddleware),
             Middleware(AccessLogMiddleware),
             Middleware(ErrorMiddleware),
+            Middleware(
+                LoadShedder,
+                max_in_flight=plane.settings.shed_max_in_flight,
+                max_queued=plane.settings.shed_max_queued,
+                max_wait_s=plane.settings.shed_max_wait_ms / 1000.0,
+                retry_after_s=plane.settings.shed_retry_after_s,
+            ),
             Middleware(AuthMiddleware, keys=plane.keys),
             Middleware(RateLimitMiddleware, limiter=plane.rate_limiter),
         ],

@@ -1,0 +1,149 @@
+from __future__ import annotations
+
+import time
+
+from hybridinfer.execute.executor import Executor
+from hybridinfer.execute.hedge import HedgePolicy, LatencyWindows
+from hybridinfer.plan import Plan, Privacy, Subtask
+from hybridinfer.route.budget import MemoryLedger
+from hybridinfer.route.policy import BudgetPolicy, compile_policy
+from hybridinfer.route.router import RouteOptions, Router
+from hybridinfer.route.signals import Signals
+from hybridinfer.trace import Trace
+from tests.fakes import Outcome, SequenceBackend, hybrid_registry
+
+
+def test_p95_needs_enough_samples_and_tracks_the_tail() -> None:
+    windows = LatencyWindows(size=100, min_samples=20)
+    for latency in range(19):
+        windows.observe("d", float(latency))
+    assert windows.p95_ms("d") is None
+    for latency in range(19, 100):
+        windows.observe("d", float(latency))
+    assert windows.p95_ms("d") == 95.0
+    for _ in range(100):  # the window forgets old calls
+        windows.observe("d", 1.0)
+    assert windows.p95_ms("d") == 1.0
+
+
+def test_hedging_is_asked_for_or_follows_the_latency_slo() -> None:
+    off = HedgePolicy(below_latency_ms=0.0)
+    assert not off.wanted(None, 10.0)
+    assert off.wanted(True, None)
+    slo = HedgePolicy(below_latency_ms=100.0)
+    assert slo.wanted(None, 80.0)
+    assert not slo.wanted(None, 150.0)
+    assert not slo.wanted(None, None)
+    assert not slo.wanted(False, 80.0)
+
+
+def test_the_head_start_is_the_p95_once_known() -> None:
+    windows = LatencyWindows(min_samples=20)
+    policy = HedgePolicy(delay_ms=40.0)
+    assert policy.delay_s(windows, "d") == 0.04
+    for _ in range(20):
+        windows.observe("d", 12.0)
+    assert policy.delay_s(windows, "d") == 0.012
+
+
+async def execute(
+    script: dict[str, list[Outcome]],
+    prefer: str = "quality",
+    privacy: Privacy = Privacy.INTERNAL,
+    budget: BudgetPolicy | None = None,
+    without: tuple[str, ...] = (),
+) -> tuple[str, Trace, SequenceBackend, MemoryLedger]:
+    backend = SequenceBackend(script)
+    signals = Signals()
+    policy = compile_policy("version: t")
+    registry = hybrid_registry()
+    for node_id in without:
+        registry.remove(node_id)
+    router = Router(registry, signals, lambda: policy)
+    subtask = Subtask(
+        "classify", "text-classification", "sentiment", {"text": "hi"}, privacy=privacy
+    )
+    subtask.hedge = True
+    the_plan = Plan(task="sentiment", subtasks=[subtask], outputs={})
+    decisions = {"classify": router.decide(subtask, router.context(RouteOptions(prefer=prefer)))}  # type: ignore[arg-type]
+    ledger = MemoryLedger()
+    executor = Executor(
+        {"onnx": backend, "v2": backend},
+        signals,
+        ledger,
+        lambda: budget or BudgetPolicy(),
+        hedging=HedgePolicy(delay_ms=50.0),
+    )
+    trace = Trace(request_id="r")
+    results = await executor.run(the_plan, decisions, {}, trace, time.monotonic() + 5.0)
+    result = results["classify"]
+    label = result.outputs.get("label") or result.error.error_code  # type: ignore[union-attr]
+    return label, trace, backend, ledger
+
+
+def roles(trace: Trace) -> list[tuple[str, str, str]]:
+    return [(a.node, a.role, a.status) for a in trace.attempts]
+
+
+async def test_a_slow_primary_is_raced_and_the_loser_cancelled() -> None:
+    started = time.monotonic()
+    label, trace, backend, _ = await execute({"cloud-1": [(2.0, 0.9)], "edge-1": [(0.01, 0.8)]})
+    assert time.monotonic() - started < 0.5
+    assert label == "from-edge-1"
+    assert roles(trace) == [("cloud-1", "primary", "cancelled"), ("edge-1", "hedge", "ok")]
+    assert backend.cancelled == ["cloud-1"]
+
+
+async def test_a_fast_primary_is_never_hedged() -> None:
+    label, trace, backend, _ = await execute({"cloud-1": [(0.001, 0.9)], "edge-1": [0.8]})
+    assert label == "from-cloud-1"
+    assert backend.calls == ["cloud-1"]
+    assert roles(trace) == [("cloud-1", "primary", "ok")]
+
+
+async def test_when_the_primary_fails_early_the_next_is_a_plain_fallback() -> None:
+    label, trace, _, _ = await execute({"edge-1": [(0.01, 0.8)]})  # cloud-1 fails at once
+    assert label == "from-edge-1"
+    assert roles(trace) == [("cloud-1", "primary", "error"), ("edge-1", "fallback", "ok")]
+
+
+async def test_both_raced_calls_failing_leaves_the_rest_of_the_chain() -> None:
+    label, trace, _, _ = await execute({"local": [0.7]})  # cloud-1 and edge-1 both fail
+    assert label == "from-local"
+    assert [a.node for a in trace.attempts] == ["cloud-1", "edge-1", "local"]
+
+
+async def test_a_sensitive_subtask_is_hedged_only_inside_the_private_zone() -> None:
+    label, trace, backend, _ = await execute(
+        {"edge-1": [(2.0, 0.8)], "local": [(0.01, 0.7)], "cloud-1": [0.99]},
+        privacy=Privacy.SENSITIVE,
+    )
+    assert label == "from-local"
+    assert "cloud-1" not in backend.calls
+    assert roles(trace) == [("edge-1", "primary", "cancelled"), ("local", "hedge", "ok")]
+
+
+async def test_a_paid_hedge_is_refused_past_the_budget() -> None:
+    label, trace, backend, ledger = await execute(
+        {"local": [(0.3, 0.7)], "cloud-1": [0.99]},
+        prefer="cost",
+        budget=BudgetPolicy(global_limit=0.0001),  # one cloud call costs 0.0002
+        without=("edge-1",),
+    )
+    assert label == "from-local"
+    assert roles(trace) == [("local", "primary", "ok"), ("cloud-1", "hedge", "error")]
+    assert trace.attempts[1].error_code == "budget_exhausted"
+    assert "cloud-1" not in backend.calls
+    assert ledger.state(None, BudgetPolicy(global_limit=0.0001)).spent_global == 0.0
+
+
+async def test_a_paid_hedge_within_the_budget_is_charged_once() -> None:
+    label, trace, _, ledger = await execute(
+        {"local": [(2.0, 0.7)], "cloud-1": [(0.01, 0.99)]},
+        prefer="cost",
+        budget=BudgetPolicy(global_limit=1.0),
+        without=("edge-1",),
+    )
+    assert label == "from-cloud-1"
+    assert roles(trace) == [("local", "primary", "cancelled"), ("cloud-1", "hedge", "ok")]
+    assert ledger.state(None, BudgetPolicy(global_limit=1.0)).spent_global == 0.0002
