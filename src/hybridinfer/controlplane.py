@@ -39,6 +39,7 @@ from hybridinfer.ratelimit import RateLimiter
 from hybridinfer.registry import NodeRegistry, deployment_from_info, node_from_registration
 from hybridinfer.replicas import ReplicaSync
 from hybridinfer.retrieval import KnowledgeBase, default_knowledge_path, load_passages
+from hybridinfer.rollout import RolloutMonitor
 from hybridinfer.route.budget import Ledger, MemoryLedger
 from hybridinfer.route.policy import default_policy_path
 from hybridinfer.route.router import Router
@@ -73,8 +74,12 @@ class ControlPlane:
         self.registry = NodeRegistry(settings.heartbeat_interval_s)
         self.signals = Signals()
         self.policies = PolicyCenter(
-            self.store, self.registry, settings.policy_file or default_policy_path()
+            self.store,
+            self.registry,
+            settings.policy_file or default_policy_path(),
+            audit=self.audit,
         )
+        self.rollouts = RolloutMonitor(self.store, self.policies.current, self.audit)
         self.cache = open_cache(settings)
         # One process counts spend in memory; replicas share the counters in the cache.
         self.ledger: Ledger = (
@@ -85,9 +90,16 @@ class ControlPlane:
             settings.breaker_failures, settings.breaker_open_s, settings.breaker_max_open_s
         )
         self.router = Router(
-            self.registry, self.signals, self.policies.current, self.ledger, self.breakers
+            self.registry,
+            self.signals,
+            self.policies.current,
+            self.ledger,
+            self.breakers,
+            choose_policy=self.policies.choose,
+            rollout_percent=self.rollouts.percent,
         )
         self.traces = TraceSink(self.store)
+        self.traces.observers.append(self.rollouts.record)
         # OpenTelemetry spans, built from finished traces off the request path.
         self.telemetry = None if settings.otel_exporter == "off" else Telemetry(settings)
         if self.telemetry is not None:
@@ -236,6 +248,7 @@ class ControlPlane:
         self.prober.start()
         self.local_cpu.start()
         await self.policies.start()
+        self.rollouts.start()
         generated: str | None = None
         if self.settings.bootstrap_key is not None:
             await self.keys.ensure(
@@ -259,6 +272,7 @@ class ControlPlane:
         await self.prober.stop()
         await self.local_cpu.stop()
         await self.policies.stop()
+        await self.rollouts.stop()
         await self.traces.stop()
         if self.telemetry is not None:
             await self.telemetry.stop()

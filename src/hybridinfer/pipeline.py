@@ -18,7 +18,7 @@ from hybridinfer.execute.executor import Executor, SubtaskResult
 from hybridinfer.execute.streaming import StreamExecutor, TokenStream
 from hybridinfer.plan import Plan
 from hybridinfer.route.pin import pin
-from hybridinfer.route.router import RouteOptions, Router
+from hybridinfer.route.router import RouteContext, RouteOptions, Router
 from hybridinfer.schemas import InferRequest
 from hybridinfer.store.tracesink import TraceSink
 from hybridinfer.trace import Trace
@@ -95,11 +95,11 @@ class Pipeline:
         (redaction, restoring values) are placed on the local tier whatever the route says."""
         options = request.options
         route_options = RouteOptions(options.route, options.prefer, options.max_latency_ms)
-        context = self._router.context(route_options, request.task, trace.key_id)
+        context = self._context(route_options, request.task, trace)
         local_context = context
         if options.route not in ("auto", "local") and any(s.stays_local for s in plan.subtasks):
             local_options = RouteOptions("local", options.prefer, options.max_latency_ms)
-            local_context = self._router.context(local_options, request.task, trace.key_id)
+            local_context = self._context(local_options, request.task, trace)
         decisions: dict[str, Decision] = {}
         unplaced: dict[str, HybridInferError] = {}
         for subtask in plan.subtasks:
@@ -115,6 +115,13 @@ class Pipeline:
             decisions[subtask.id] = pin(decision, None if subtask.stays_local else options.model)
         trace.decisions = [decision.describe() for decision in decisions.values()]
         return decisions, unplaced
+
+    def _context(self, options: RouteOptions, task: str, trace: Trace) -> RouteContext:
+        """Route context for the request; the trace records which policy version decides."""
+        routing_key = trace.routing_key or trace.request_id
+        context = self._router.context(options, task, trace.key_id, routing_key)
+        trace.policy_version = context.policy.version if context.policy else None
+        return context
 
     def _deadline(self, request: InferRequest) -> float:
         """Monotonic deadline: the caller's timeout, capped by the task's (or the gateway's)."""
@@ -143,7 +150,7 @@ class Pipeline:
             subtask = plan.subtasks[0]
             with trace.stage("route"):
                 route_options = RouteOptions(options.route, options.prefer, options.max_latency_ms)
-                context = self._router.context(route_options, request.task, trace.key_id)
+                context = self._context(route_options, request.task, trace)
                 decision = pin(self._router.decide(subtask, context), options.model)
                 trace.decisions = [decision.describe()]
             with trace.stage("execute"):

@@ -103,6 +103,10 @@ class Trace:
     """When each stage first started, in ms after the request arrived (for waterfalls)."""
     status: str = "running"
     error: dict[str, Any] | None = None
+    routing_key: str | None = None
+    """The caller's ``X-Routing-Key``: canary splits hash it (else the request id)."""
+    policy_version: str | None = None
+    """The policy version that decided the request (a canary's, for its share)."""
     context: TraceContext = field(default_factory=current_or_new)
     """Trace and span ids (the caller's trace, when it sent ``traceparent``)."""
 
@@ -137,5 +141,6 @@ class Trace:
             "timings_ms": self.rounded_timings(),
             "offsets_ms": {name: round(value, 3) for name, value in self.offsets_ms.items()},
             "error": self.error,
+            "policy_version": self.policy_version,
             "trace_id": self.context.trace_id_hex,
         }
