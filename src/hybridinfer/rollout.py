@@ -32,6 +32,7 @@ from sqlalchemy import insert, select
 
 from hybridinfer import background
 from hybridinfer.audit import SYSTEM, AuditLog
+from hybridinfer.registry import NodeRegistry
 from hybridinfer.route.policy import CompiledPolicy, ModelRollout, PromoteWhen
 from hybridinfer.store import tables
 from hybridinfer.store.sql import SqlStore, StoreConflict, StoreUnavailable, record_of
@@ -111,10 +112,12 @@ class RolloutMonitor:
         policy: Callable[[], CompiledPolicy],
         audit: AuditLog | None = None,
         interval_s: float = 2.0,
+        registry: NodeRegistry | None = None,
     ) -> None:
         self._store = store
         self._policy = policy
         self._audit = audit
+        self._registry = registry
         self._interval = interval_s
         self._figures: dict[tuple[str, str], VersionFigures] = {}
         self._decided: dict[str, dict[str, Any]] = {}
@@ -159,9 +162,26 @@ class RolloutMonitor:
                     else rollout.promote_when.model_dump(),
                     "baseline": self._figures_of(rollout.id, "baseline").describe(),
                     "candidate_figures": self._figures_of(rollout.id, "candidate").describe(),
+                    "deployments": self._deployments(rollout),
                 }
             )
         return described
+
+    def _deployments(self, rollout: ModelRollout) -> list[dict[str, Any]]:
+        """Where each version runs, with the accuracy its model card measured offline."""
+        if self._registry is None:
+            return []
+        return [
+            {
+                "id": deployment.id,
+                "side": "candidate" if deployment.version == rollout.candidate else "baseline",
+                "card_accuracy": deployment.quality,
+                "status": node.status.value,
+            }
+            for node in self._registry.nodes()
+            for deployment in node.deployments
+            if deployment.model == rollout.model and deployment.task == rollout.task
+        ]
 
     def _figures_of(self, rollout_id: str, side: str) -> VersionFigures:
         return self._figures.get((rollout_id, side)) or VersionFigures()

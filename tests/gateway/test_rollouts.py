@@ -1,0 +1,99 @@
+"""A model rollout over real HTTP: version 1 of sentiment-small runs in the gateway, version 2
+on a real `hybridinfer node` process; the policy sends a share of the traffic to version 2,
+``GET /v1/rollouts`` compares both, and the rollout promotes the candidate by itself."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+from starlette.testclient import TestClient
+
+from hybridinfer.catalog import deployment_info
+from tests.conftest import NODE_TOKEN, auth
+from tests.peers import node_process
+
+MODEL = "sentiment-small"
+POLICY = """\
+version: rollout-v2
+rollouts:
+  - task: sentiment
+    model: sentiment-small
+    candidate: "2"
+    percent: 30
+    promote_when: {min_requests: 20, max_latency_ratio: 1000.0, min_quality_delta: -1.0}
+"""
+
+
+@pytest.fixture
+def version_2(models_dir: Path, tmp_path: Path) -> Iterator[tuple[str, dict[str, object]]]:
+    """A node process serving sentiment-small as version "2" (the same weights, a new card)."""
+    source = models_dir / MODEL / "1"
+    target = tmp_path / "v2-models" / MODEL / "2"
+    shutil.copytree(source, target)
+    card = orjson.loads((target / "card.json").read_bytes())
+    card["version"] = "2"
+    (target / "card.json").write_bytes(orjson.dumps(card))
+    args = ["--id", "edge-v2", "--tier", "edge", "--zone", "private", "--models", MODEL]
+    with node_process(*args, "--models-dir", str(tmp_path / "v2-models")) as url:
+        yield url, card
+
+
+def _register(client: TestClient, url: str, card: dict[str, object]) -> None:
+    deployment = deployment_info(card).model_dump(mode="json")
+    body = {"id": "edge-v2", "tier": "edge", "zone": "private", "url": url}
+    response = client.post(
+        "/v1/nodes", headers=auth(NODE_TOKEN), json={**body, "deployments": [deployment]}
+    )
+    assert response.status_code == 201, response.text
+
+
+def _node_of(client: TestClient, n: int) -> str:
+    response = client.post(
+        "/v1/infer",
+        headers=auth(),
+        json={"task": "sentiment", "inputs": {"text": f"the service was fine, visit {n}"}},
+    )
+    assert response.status_code == 200, response.text
+    return str(response.json()["subtasks"][0]["node"])
+
+
+def test_a_share_of_traffic_goes_to_version_2_which_is_compared_and_promoted(
+    client: TestClient, version_2: tuple[str, dict[str, object]]
+) -> None:
+    url, card = version_2
+    _register(client, url, card)
+    assert _node_of(client, 0) == "local"  # before the rollout: the in-process version 1
+    applied = client.post("/v1/policies", json={"policy": POLICY}, headers=auth())
+    assert applied.status_code == 201, applied.text
+
+    nodes = [_node_of(client, n) for n in range(1, 161)]
+    share = nodes.count("edge-v2") / len(nodes)
+    assert 0.2 < share < 0.4, share  # 30 % of request ids, hashed
+    assert set(nodes) == {"local", "edge-v2"}
+
+    deadline = time.monotonic() + 15
+    rollout = client.get("/v1/rollouts", headers=auth()).json()["rollouts"][0]
+    while rollout["status"] == "running" and time.monotonic() < deadline:
+        time.sleep(0.2)
+        rollout = client.get("/v1/rollouts", headers=auth()).json()["rollouts"][0]
+    assert rollout["status"] == "promoted", rollout
+    assert rollout["percent"] == 100.0
+    for side in ("baseline", "candidate_figures"):
+        assert rollout[side]["answers"] >= 20
+        assert rollout[side]["latency_p50_ms"] > 0.0
+        assert 0.0 < rollout[side]["mean_confidence"] <= 1.0
+    sides = {d["id"]: d["side"] for d in rollout["deployments"]}
+    assert sides == {
+        "local/sentiment-small:1": "baseline",
+        "edge-v2/sentiment-small:2": "candidate",
+    }
+
+    assert {_node_of(client, n) for n in range(200, 230)} == {"edge-v2"}
+    entry = client.get("/v1/audit?action=model.rollout", headers=auth()).json()["entries"][0]
+    assert (entry["actor"], entry["target"]) == ("system", "sentiment/sentiment-small:2")
+    assert entry["after"]["status"] == "promoted"
