@@ -21,7 +21,10 @@ from hybridinfer.decompose.rules import default_rules_path, load_rules
 from hybridinfer.embedder import Embedder
 from hybridinfer.errors import ConfigError
 from hybridinfer.execute.breaker import Breakers
-from hybridinfer.execute.executor import Executor
+from hybridinfer.execute.cpuload import LocalCpu
+from hybridinfer.execute.executor import Admission, Executor
+from hybridinfer.execute.hedge import HedgePolicy
+from hybridinfer.execute.retry import Retries
 from hybridinfer.execute.streaming import StreamExecutor
 from hybridinfer.keys import KeyRing, generate_key
 from hybridinfer.modelstore import ModelStore
@@ -122,6 +125,26 @@ class ControlPlane:
             self.ledger,
             lambda: self.policies.current().policy.budget,
             breakers=self.breakers,
+            admission=Admission(
+                settings.admission_max_in_flight,
+                settings.admission_max_queued,
+                settings.shed_retry_after_s,
+            ),
+            retry=Retries(
+                settings.retry_attempts,
+                settings.retry_base_ms / 1000.0,
+                settings.retry_max_ms / 1000.0,
+                settings.attempt_timeout_ms / 1000.0 or None,
+            ),
+            hedging=HedgePolicy(settings.hedge_delay_ms, settings.hedge_below_latency_ms),
+        )
+        self.local_cpu = LocalCpu(
+            [self.local_node, self.steps_node],
+            self.executor.limiter(LOCAL_NODE_ID),
+            interval_s=settings.local_cpu_interval_s,
+            alpha=settings.local_cpu_alpha,
+            saturated=settings.local_cpu_saturated,
+            saturated_in_flight=settings.local_cpu_in_flight,
         )
         self.pipeline = Pipeline(
             self.decomposer,
@@ -129,7 +152,9 @@ class ControlPlane:
             self.executor,
             self.traces,
             settings.request_timeout_ms,
-            streamer=StreamExecutor(self.backends, self.signals, self.executor.spend),
+            streamer=StreamExecutor(
+                self.backends, self.signals, self.executor.spend, self.executor.retry
+            ),
         )
         self._build_state_layer()
 
@@ -223,6 +248,7 @@ class ControlPlane:
         for registration in self.settings.static_nodes:
             self.registry.add(node_from_registration(registration))
         self.prober.start()
+        self.local_cpu.start()
         await self.policies.start()
         self.rollouts.start()
         generated: str | None = None
@@ -246,6 +272,7 @@ class ControlPlane:
         await self.worker.stop()
         await self.queue.close()
         await self.prober.stop()
+        await self.local_cpu.stop()
         await self.policies.stop()
         await self.rollouts.stop()
         await self.traces.stop()
