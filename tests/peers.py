@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -38,11 +39,11 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def wait_for(url: str, seconds: float = 30.0) -> None:
+def wait_for(url: str, seconds: float = 30.0, context: ssl.SSLContext | None = None) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
-            with urllib.request.urlopen(url, timeout=1):
+            with urllib.request.urlopen(url, timeout=1, context=context):
                 return
         except OSError:
             time.sleep(0.1)
@@ -82,8 +83,11 @@ def s3_server() -> Iterator[str]:
 
 
 @contextmanager
-def node_process(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
-    """`hybridinfer node` with ``args`` on a free port; yields its base URL once ready."""
+def node_process(
+    *args: str, env: dict[str, str] | None = None, context: ssl.SSLContext | None = None
+) -> Iterator[str]:
+    """`hybridinfer node` with ``args`` on a free port; yields its base URL once ready
+    (``https`` when ``context``, which must trust the node's certificate, is given)."""
     port = free_port()
     command = [sys.executable, "-m", "hybridinfer", "node", "--port", str(port), *args]
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"hybridinfer-node-{port}.log"
@@ -91,9 +95,9 @@ def node_process(*args: str, env: dict[str, str] | None = None) -> Iterator[str]
         process = subprocess.Popen(
             command, env={**os.environ, **(env or {})}, stdout=output, stderr=output
         )
-        url = f"http://127.0.0.1:{port}"
+        url = f"{'https' if context else 'http'}://127.0.0.1:{port}"
         try:
-            wait_for(url + "/v2/health/ready")
+            wait_for(url + "/v2/health/ready", context=context)
             yield url
         finally:
             process.terminate()

@@ -41,6 +41,7 @@ from hybridinfer.replicas import ReplicaSync
 from hybridinfer.retrieval import KnowledgeBase, default_knowledge_path, load_passages
 from hybridinfer.rollout import RolloutMonitor
 from hybridinfer.route.budget import Ledger, MemoryLedger
+from hybridinfer.route.keybudget import KeyBudgetLedger
 from hybridinfer.route.policy import default_policy_path
 from hybridinfer.route.router import Router
 from hybridinfer.route.sharedledger import CacheLedger
@@ -52,6 +53,7 @@ from hybridinfer.store.tracesink import TraceSink
 from hybridinfer.summarize import ExtractiveSummarizer, LazyEmbedder
 from hybridinfer.tasks import TaskService
 from hybridinfer.telemetry import Telemetry
+from hybridinfer.tls import node_client_context
 from hybridinfer.topology import Node, Tier, Zone
 from hybridinfer.worker import RetryPolicy, TaskWorker
 
@@ -84,8 +86,9 @@ class ControlPlane:
         )
         self.cache = open_cache(settings)
         # One process counts spend in memory; replicas share the counters in the cache.
-        self.ledger: Ledger = (
-            MemoryLedger() if settings.cache == "memory" else CacheLedger(self.cache)
+        self.ledger: Ledger = KeyBudgetLedger(
+            MemoryLedger() if settings.cache == "memory" else CacheLedger(self.cache),
+            self.keys.budget_of,
         )
         self.decomposer = Decomposer(load_rules(settings.rules_file or default_rules_path()))
         self.breakers = Breakers(
@@ -113,10 +116,11 @@ class ControlPlane:
         self.models = ModelStore(self.objects, settings.keep_model_versions)
         self.local_node, local_backend = self._load_local_tier()
         self.steps_node, steps_backend = self._load_inprocess_steps()
-        self.backends: dict[str, Backend] = {"onnx": local_backend, "v2": V2Backend()}
+        tls = node_client_context(settings)
+        self.backends: dict[str, Backend] = {"onnx": local_backend, "v2": V2Backend(tls=tls)}
         self.backends[InProcessBackend.protocol] = steps_backend
-        self.backends[TFServingBackend.protocol] = TFServingBackend()
-        self.openai = OpenAIBackend()
+        self.backends[TFServingBackend.protocol] = TFServingBackend(tls=tls)
+        self.openai = OpenAIBackend(tls=tls)
         self.backends[OpenAIBackend.protocol] = self.openai
         self.prober = NodeProber(self.registry, self.backends, settings.probe_interval_s)
         self.executor = Executor(

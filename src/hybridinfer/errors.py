@@ -16,6 +16,7 @@ machine-readable ``code``. One handler (``gateway.middleware.ErrorMiddleware``) 
     ├── NotFound (404 not_found)
     │   ├── UnknownTask (404 unknown_task)
     │   └── UnknownModel (404 unknown_model)
+    ├── RequestTimeout (408 request_timeout)
     ├── PayloadTooLarge (413 payload_too_large)
     ├── RateLimited (429 rate_limited, Retry-After)
     ├── UpstreamError (502 upstream_failed)
@@ -94,6 +95,16 @@ class UnknownTask(NotFound):
 
 class UnknownModel(NotFound):
     code = "unknown_model"
+
+
+class RequestTimeout(HybridInferError):
+    """The client sent its request too slowly; the connection is closed after the answer."""
+
+    status_code = 408
+    code = "request_timeout"
+
+    def headers(self) -> dict[str, str]:
+        return {"Connection": "close"}
 
 
 class PayloadTooLarge(HybridInferError):

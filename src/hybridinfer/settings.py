@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -43,6 +43,43 @@ class Settings(BaseSettings):
     )
     node_token: SecretStr | None = Field(
         None, description="Token nodes present to register; `up` generates one for its node."
+    )
+    bootstrap_key_file: Path | None = Field(
+        None, description="File holding the bootstrap key (a mounted secret); beats the env."
+    )
+    node_token_file: Path | None = Field(
+        None, description="File holding the node token (a mounted secret); beats the env."
+    )
+    key_rotation_grace_s: float = Field(
+        86_400.0, ge=0.0, description="How long a rotated API key keeps working by default."
+    )
+    tls_cert_file: Path | None = Field(
+        None, description="PEM certificate (chain) the gateway serves HTTPS with; off if unset."
+    )
+    tls_key_file: Path | None = Field(
+        None, description="PEM private key of tls_cert_file (a mounted secret, never logged)."
+    )
+    tls_ca_file: Path | None = Field(
+        None,
+        description="PEM CA bundle trusted for nodes: their HTTPS certificates, and the client "
+        "certificates nodes present when node_mtls is on.",
+    )
+    tls_client_cert_file: Path | None = Field(
+        None, description="Certificate the gateway presents to nodes that require mutual TLS."
+    )
+    tls_client_key_file: Path | None = Field(
+        None, description="Private key of tls_client_cert_file."
+    )
+    node_mtls: bool = Field(
+        False,
+        description="Node routes (register, heartbeat, artifacts) also require a client "
+        "certificate signed by tls_ca_file (mutual TLS), besides the node token.",
+    )
+    header_timeout_s: float = Field(
+        10.0, gt=0.0, description="A client must send its request headers within this (else 408)."
+    )
+    body_timeout_s: float = Field(
+        30.0, gt=0.0, description="A client must send its request body within this (else 408)."
     )
     local_models: list[str] = Field(
         default_factory=lambda: ["sentiment-small", "digits-small"],
@@ -274,6 +311,23 @@ class Settings(BaseSettings):
         description="How often a replica adopts node registrations other replicas stored.",
     )
 
+    @model_validator(mode="after")
+    def _secrets_from_files(self) -> Settings:
+        for name in ("bootstrap_key", "node_token"):
+            from_file = secret_from_file(getattr(self, f"{name}_file"))
+            if from_file is not None:
+                object.__setattr__(self, name, SecretStr(from_file))
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise ValueError("tls_cert_file and tls_key_file go together")
+        if self.node_mtls and (self.tls_cert_file is None or self.tls_ca_file is None):
+            raise ValueError("node_mtls needs tls_cert_file, tls_key_file and tls_ca_file")
+        return self
+
+    @property
+    def scheme(self) -> str:
+        """``https`` when the gateway serves TLS."""
+        return "https" if self.tls_cert_file is not None else "http"
+
     @property
     def resolved_models_dir(self) -> Path:
         return self.models_dir or self.data_dir / "models"
@@ -405,6 +459,20 @@ class NodeSettings(BaseSettings):
     models_dir: Path = Field(Path(".hybridinfer/models"), description="Built models.")
     control_plane: str | None = Field(None, description="Gateway URL to register with.")
     token: SecretStr | None = Field(None, description="Node token for registration.")
+    token_file: Path | None = Field(
+        None, description="File holding the node token (a mounted secret); beats the env."
+    )
+    tls_cert_file: Path | None = Field(
+        None,
+        description="PEM certificate the node serves HTTPS with, and presents to the control "
+        "plane as its client certificate (mutual TLS).",
+    )
+    tls_key_file: Path | None = Field(None, description="PEM private key of tls_cert_file.")
+    tls_ca_file: Path | None = Field(
+        None,
+        description="PEM CA bundle the node trusts: the control plane's certificate, and the "
+        "client certificates it requires of callers when set together with tls_cert_file.",
+    )
     cost_per_call: float = Field(0.0, ge=0.0, description="Price of one call, for routing.")
     heartbeat_interval_s: float = Field(10.0, gt=0.0, description="Heartbeat period.")
     threads: int = Field(2, ge=1, description="Threads running inference.")
@@ -440,6 +508,16 @@ class NodeSettings(BaseSettings):
         4, ge=0, description="Models to load at start, most requested first (history file)."
     )
 
+    @model_validator(mode="after")
+    def _token_from_file(self) -> NodeSettings:
+        from_file = secret_from_file(self.token_file)
+        if from_file is not None:
+            object.__setattr__(self, "token", SecretStr(from_file))
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise ValueError("tls_cert_file and tls_key_file go together")
+        return self
+
     @property
     def url(self) -> str:
-        return (self.advertise_url or f"http://{self.host}:{self.port}").rstrip("/")
+        scheme = "https" if self.tls_cert_file is not None else "http"
+        return (self.advertise_url or f"{scheme}://{self.host}:{self.port}").rstrip("/")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 from typing import Any
 
 import aiohttp
@@ -31,13 +32,16 @@ def json_object(raw: bytes, status: int, model: str) -> dict[str, Any]:
 class HttpBackend(Backend):
     """A backend with one connection pool for all its nodes, created inside the event loop."""
 
-    def __init__(self, connections: int = 100) -> None:
+    def __init__(self, connections: int = 100, tls: ssl.SSLContext | None = None) -> None:
         self._connections = connections
+        self._tls: ssl.SSLContext | bool = True if tls is None else tls
         self._session: aiohttp.ClientSession | None = None
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(limit=self._connections, ttl_dns_cache=300)
+            connector = aiohttp.TCPConnector(
+                limit=self._connections, ttl_dns_cache=300, ssl=self._tls
+            )
             self._session = aiohttp.ClientSession(connector=connector)
         return self._session
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ssl
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -22,7 +23,9 @@ from hybridinfer.node.history import RequestHistory
 from hybridinfer.node.puller import ModelPuller
 from hybridinfer.node.repository import ModelRepository
 from hybridinfer.schemas import Heartbeat, NodeRegistration
+from hybridinfer.serving import server_config
 from hybridinfer.settings import NodeSettings
+from hybridinfer.tls import client_context
 from hybridinfer.yamlfile import load_with_lines
 
 
@@ -81,6 +84,13 @@ def _registration(settings: NodeSettings, repository: ModelRepository) -> NodeRe
     )
 
 
+def control_plane_tls(settings: NodeSettings) -> ssl.SSLContext | None:
+    """Trust the control plane by ``tls_ca_file``; present the node's certificate (mTLS)."""
+    if settings.tls_ca_file is None and settings.tls_cert_file is None:
+        return None
+    return client_context(settings.tls_ca_file, settings.tls_cert_file, settings.tls_key_file)
+
+
 def _background(
     settings: NodeSettings, repository: ModelRepository, history: RequestHistory
 ) -> Callable[[], AbstractAsyncContextManager[None]]:
@@ -100,6 +110,7 @@ def _background(
                     repository,
                     settings.cache_dir / "artifacts",
                     settings.pull_interval_s,
+                    tls=control_plane_tls(settings),
                 )
                 await stack.enter_async_context(puller.running())
             if settings.control_plane and token is not None:
@@ -110,6 +121,7 @@ def _background(
                     settings.heartbeat_interval_s,
                     lambda: measure_load(repository),
                     history.save,
+                    tls=control_plane_tls(settings),
                 )
                 await stack.enter_async_context(agent.running())
             yield
@@ -126,8 +138,12 @@ async def serve_node(settings: NodeSettings) -> None:
     background = _background(settings, repository, history)
     app = create_node_app(repository, background, token, settings.id, settings.cache_dir)
     server = uvicorn.Server(
-        uvicorn.Config(
-            app, host=settings.host, port=settings.port, log_level="warning", access_log=False
+        server_config(
+            app,
+            settings.host,
+            settings.port,
+            tls_cert_file=settings.tls_cert_file,
+            tls_key_file=settings.tls_key_file,
         )
     )
     await server.serve()

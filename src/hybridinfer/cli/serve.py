@@ -26,6 +26,7 @@ from hybridinfer.cli.output import (
 from hybridinfer.controlplane import ControlPlane
 from hybridinfer.gateway.app import create_app
 from hybridinfer.llmserver import default_specs, llm_extra_installed, start_servers
+from hybridinfer.serving import server_config
 from hybridinfer.settings import Settings, load_settings
 from hybridinfer.supervisor import Supervised
 
@@ -45,12 +46,14 @@ async def serve_gateway(settings: Settings, cloud_node: list[str] | None = None)
     """Run the gateway until interrupted; with ``cloud_node``, run that node process beside it."""
     plane = ControlPlane(settings)
     app = create_app(plane, on_start=_print_key)
-    config = uvicorn.Config(
+    config = server_config(
         app,
-        host=settings.host,
-        port=settings.port,
-        log_level="warning",
-        access_log=False,
+        settings.host,
+        settings.port,
+        header_timeout_s=settings.header_timeout_s,
+        tls_cert_file=settings.tls_cert_file,
+        tls_key_file=settings.tls_key_file,
+        tls_ca_file=settings.tls_ca_file if settings.node_mtls else None,
         lifespan="on",
         timeout_graceful_shutdown=5,
         log_config=None,  # uvicorn's loggers go through ours (cli/output.py)
@@ -67,7 +70,10 @@ async def serve_gateway(settings: Settings, cloud_node: list[str] | None = None)
                 env = {**os.environ, "HYBRIDINFER_NODE_TOKEN": _secret(settings.node_token)}
                 child = Supervised("cloud node", cloud_node, env)
                 await child.start()
-            click.echo(f"hybridinfer is up on http://{settings.host}:{settings.port}", err=True)
+            click.echo(
+                f"hybridinfer is up on {settings.scheme}://{settings.host}:{settings.port}",
+                err=True,
+            )
         await serving
     finally:
         if child is not None:

@@ -15,7 +15,9 @@ from hybridinfer.controlplane import ControlPlane
 from hybridinfer.errors import HybridInferError, NotFound
 from hybridinfer.gateway.artifacts import artifact_routes
 from hybridinfer.gateway.audit import AUDIT_ROUTES
+from hybridinfer.gateway.bodytimeout import BodyTimeoutMiddleware
 from hybridinfer.gateway.dashboard import DASHBOARD_ROUTES
+from hybridinfer.gateway.keys import KEY_ROUTES
 from hybridinfer.gateway.metrics import METRICS_ROUTES
 from hybridinfer.gateway.middleware import (
     AccessLogMiddleware,
@@ -25,6 +27,7 @@ from hybridinfer.gateway.middleware import (
     RequestIdMiddleware,
 )
 from hybridinfer.gateway.openai import OPENAI_ROUTES
+from hybridinfer.gateway.openapi import OPENAPI_ROUTES
 from hybridinfer.gateway.policies import POLICY_ROUTES
 from hybridinfer.gateway.responses import error_response
 from hybridinfer.gateway.rollouts import ROLLOUT_ROUTES
@@ -77,6 +80,8 @@ def create_app(
             *POLICY_ROUTES,
             *ROLLOUT_ROUTES,
             *RULE_ROUTES,
+            *KEY_ROUTES,
+            *OPENAPI_ROUTES,
             *DASHBOARD_ROUTES,
             *AUDIT_ROUTES,
             *OPENAI_ROUTES,
@@ -93,6 +98,7 @@ def create_app(
                 max_wait_s=plane.settings.shed_max_wait_ms / 1000.0,
                 retry_after_s=plane.settings.shed_retry_after_s,
             ),
+            Middleware(BodyTimeoutMiddleware, timeout_s=plane.settings.body_timeout_s),
             Middleware(AuthMiddleware, keys=plane.keys),
             Middleware(RateLimitMiddleware, limiter=plane.rate_limiter),
         ],

@@ -19,7 +19,7 @@ from hybridinfer.tracecontext import CURRENT, new_context
 log = logging.getLogger("hybridinfer.gateway")
 access_log = logging.getLogger("hybridinfer.access")
 
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/ui"})
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/ui", "/openapi.json"})
 # Signed object URLs carry their own HMAC authorisation (objectstore/filesystem.py); the
 # dashboard's static files hold no data (its page sends a key to the JSON APIs).
 PUBLIC_PREFIXES = ("/v1/objects/", "/ui/static/")
@@ -170,7 +170,7 @@ class RateLimitMiddleware:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         principal = scope.get("state", {}).get("principal")
         if scope["type"] == "http" and principal is not None:
-            await self._limiter.check(principal.key_id)
+            await self._limiter.check(principal.key_id, principal.rate_limit_per_minute)
         await self.app(scope, receive, send)
 
 

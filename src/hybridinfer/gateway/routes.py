@@ -15,9 +15,10 @@ from starlette.routing import Route
 from hybridinfer.controlplane import ControlPlane
 from hybridinfer.errors import Forbidden, InvalidInput, NoCapacity, NotFound
 from hybridinfer.gateway.responses import JSON, parse_body, read_json
-from hybridinfer.keys import Principal
+from hybridinfer.keys import NODE_SCOPE, Principal
 from hybridinfer.registry import node_from_registration
 from hybridinfer.schemas import Heartbeat, InferRequest, NodeRegistration
+from hybridinfer.serving import client_certificate
 from hybridinfer.trace import Trace
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -37,12 +38,23 @@ def requires(scope: str) -> Callable[[Endpoint], Endpoint]:
             principal: Principal = request.state.principal
             if not principal.allows(scope):
                 raise Forbidden(f"this API key lacks the {scope!r} scope")
+            if scope == NODE_SCOPE:
+                check_node_certificate(request)
             return await endpoint(request)
 
         checked.required_scope = scope  # type: ignore[attr-defined]
         return checked
 
     return wrap
+
+
+def check_node_certificate(request: Request) -> None:
+    """With ``node_mtls``, node routes also need a verified client certificate."""
+    if plane_of(request).settings.node_mtls and client_certificate(request.scope) is None:
+        raise Forbidden(
+            "node routes need a client certificate signed by the gateway's CA (mutual TLS)",
+            code="client_certificate_required",
+        )
 
 
 def plane_of(request: Request) -> ControlPlane:
@@ -121,6 +133,7 @@ async def register_node(request: Request) -> Response:
         NodeRegistration, await read_json(request, plane.settings.max_body_bytes)
     )
     node = node_from_registration(registration)
+    before = next((n.describe() for n in plane.registry.nodes() if n.id == node.id), None)
     plane.registry.add(node)
     await plane.store.save_node(
         node.id,
@@ -129,6 +142,8 @@ async def register_node(request: Request) -> Response:
         node.url,
         orjson.dumps(registration.model_dump(mode="json")),
     )
+    actor = request.state.principal.key_id
+    await plane.audit.record(actor, "node.register", node.id, before, node.describe())
     body: dict[str, Any] = {
         "id": node.id,
         "heartbeat_interval_s": plane.settings.heartbeat_interval_s,

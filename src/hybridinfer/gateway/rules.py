@@ -23,7 +23,10 @@ async def replace_rules(request: Request) -> Response:
     """Body: the rule YAML (``application/yaml``) or ``{"rules": "<yaml>"}``."""
     plane = plane_of(request)
     text = await read_yaml_document(request, plane.settings.max_body_bytes, "rules")
+    before = plane.decomposer.rules.version
     rules = plane.decomposer.reload(text)
+    actor = request.state.principal.key_id
+    await plane.audit.record(actor, "rules.replace", str(rules.version), before, rules.version)
     return JSON({"version": rules.version, "tasks": sorted(rules.tasks)})
 
 

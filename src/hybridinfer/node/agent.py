@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from collections.abc import Callable
 
 import aiohttp
@@ -35,8 +36,10 @@ class NodeAgent:
         interval_s: float,
         load: Callable[[], Heartbeat],
         on_beat: Callable[[], None] | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self._base = control_plane.rstrip("/")
+        self._tls: ssl.SSLContext | bool = True if tls is None else tls
         self._headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
         self._registration = registration
         self._interval = interval_s
@@ -81,7 +84,8 @@ class NodeAgent:
         return body != self._announced
 
     async def run(self) -> None:
-        async with aiohttp.ClientSession() as session:
+        connector = aiohttp.TCPConnector(ssl=self._tls)
+        async with aiohttp.ClientSession(connector=connector) as session:
             await self.register(session)
             path = f"/v1/nodes/{self._registration().id}/heartbeat"
             while True:

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import shutil
+import ssl
 from pathlib import Path
 
 import aiohttp
@@ -40,8 +41,10 @@ class ModelPuller:
         repository: ModelRepository,
         cache_dir: Path,
         interval_s: float = 30.0,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self._base = control_plane.rstrip("/")
+        self._tls: ssl.SSLContext | bool = True if tls is None else tls
         self._headers = {"Authorization": f"Bearer {token}"}
         self._names = names
         self._repository = repository
@@ -105,7 +108,8 @@ class ModelPuller:
     async def run(self) -> None:
         backoff = Backoff()
         timeout = aiohttp.ClientTimeout(total=120)
-        async with aiohttp.ClientSession(timeout=timeout) as session:
+        connector = aiohttp.TCPConnector(ssl=self._tls)
+        async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
             while True:
                 try:
                     await self.pull_all(session)

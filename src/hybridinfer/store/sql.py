@@ -112,7 +112,15 @@ class SqlStore:
 
     # keys
 
-    async def add_key(self, key_id: str, name: str, hashed: str, scopes: Sequence[str]) -> None:
+    async def add_key(
+        self,
+        key_id: str,
+        name: str,
+        hashed: str,
+        scopes: Sequence[str],
+        rate_limit_per_minute: int | None = None,
+        budget: float | None = None,
+    ) -> None:
         async with self._begin() as connection:
             await connection.execute(
                 insert(tables.api_keys).values(
@@ -121,7 +129,24 @@ class SqlStore:
                     hash=hashed,
                     scopes=" ".join(sorted(scopes)),
                     created_at=time.time(),
+                    rate_limit_per_minute=rate_limit_per_minute,
+                    budget=budget,
                 )
+            )
+
+    async def list_keys(self) -> list[dict[str, Any]]:
+        """Every key record, oldest first."""
+        query = select(tables.api_keys).order_by(tables.api_keys.c.created_at)
+        async with self._begin() as connection:
+            return [record_of(row) for row in await connection.execute(query)]
+
+    async def expire_key(self, key_id: str, expires_at: float, replaced_by: str) -> None:
+        """A rotated key: refused from ``expires_at`` on, succeeded by ``replaced_by``."""
+        async with self._begin() as connection:
+            await connection.execute(
+                update(tables.api_keys)
+                .where(tables.api_keys.c.id == key_id)
+                .values(expires_at=expires_at, replaced_by=replaced_by)
             )
 
     async def get_key(self, key_id: str) -> dict[str, Any] | None:

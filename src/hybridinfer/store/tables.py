@@ -25,6 +25,10 @@ api_keys = Table(
     Column("scopes", String(200), nullable=False, doc="space-separated scopes"),
     Column("created_at", Float, nullable=False),
     Column("revoked_at", Float, nullable=True),
+    Column("rate_limit_per_minute", Integer, nullable=True, doc="own limit; null: the default"),
+    Column("budget", Float, nullable=True, doc="own spend limit per budget period; null: policy's"),
+    Column("expires_at", Float, nullable=True, doc="refused from then on (set by rotation)"),
+    Column("replaced_by", String(32), nullable=True, doc="id of the key it was rotated to"),
 )
 
 nodes = Table(

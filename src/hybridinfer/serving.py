@@ -1,0 +1,126 @@
+"""The HTTP server of the gateway and the nodes: uvicorn, guarded against slow clients, with TLS.
+
+uvicorn closes idle keep-alive connections but gives a client all the time it wants to send
+its request headers; one that dribbles them a byte at a time (slowloris) would hold the
+connection forever. ``GuardedH11Protocol`` answers 408 and closes a connection whose headers
+are not complete ``header_timeout_s`` after its first byte (or after it opened). The body's
+timeout is the application's (``gateway/responses.py:read_body``), so it ends in the usual
+error envelope.
+
+With TLS, the protocol also puts the verified client certificate's subject in the ASGI scope
+(``scope["extensions"]["tls"]["client_cert_name"]``) for routes that require mutual TLS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import h11
+import orjson
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from hybridinfer.tls import server_options
+
+_TIMEOUT_BODY = orjson.dumps(
+    {"error": {"code": "request_timeout", "message": "request headers too slow", "request_id": ""}}
+)
+TIMEOUT_RESPONSE = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+    b"connection: close\r\ncontent-length: %d\r\n\r\n" % len(_TIMEOUT_BODY)
+) + _TIMEOUT_BODY
+
+
+def _subject(certificate: dict[str, Any]) -> str:
+    """``CN=node-1,O=Example`` from ``ssl.getpeercert()``'s nested tuples."""
+    parts = [f"{name}={value}" for rdn in certificate.get("subject", ()) for name, value in rdn]
+    return ",".join(parts) or "verified"
+
+
+class _ClientCertificate:
+    """Adds the connection's verified client certificate to each request's scope."""
+
+    def __init__(self, app: Any, name: str) -> None:
+        self.app = app
+        self.name = name
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        extensions = scope.setdefault("extensions", {})
+        extensions["tls"] = {"client_cert_name": self.name, "client_cert_error": None}
+        await self.app(scope, receive, send)
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol plus a request-header read timeout (408, then close)."""
+
+    header_timeout_s = 10.0
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._header_timer: asyncio.TimerHandle | None = None
+        self._arm()
+        certificate = transport.get_extra_info("peercert")
+        if certificate:  # only a certificate that verified against the CA is reported
+            self.app = _ClientCertificate(self.app, _subject(certificate))
+
+    def _arm(self) -> None:
+        if self._header_timer is None:
+            self._header_timer = self.loop.call_later(self.header_timeout_s, self._headers_late)
+
+    def _disarm(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def data_received(self, data: bytes) -> None:
+        if self.conn.their_state is h11.IDLE:
+            self._arm()
+        super().data_received(data)
+        if self.conn.their_state is not h11.IDLE:
+            self._disarm()
+
+    def _headers_late(self) -> None:
+        self._header_timer = None
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            self.transport.write(TIMEOUT_RESPONSE)
+            self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+
+def server_config(
+    app: Any,
+    host: str,
+    port: int,
+    *,
+    header_timeout_s: float = 10.0,
+    tls_cert_file: Path | None = None,
+    tls_key_file: Path | None = None,
+    tls_ca_file: Path | None = None,
+    **options: Any,
+) -> uvicorn.Config:
+    """A uvicorn config with the guarded protocol and, given a certificate, TLS."""
+    protocol = type(
+        "GuardedH11Protocol", (GuardedH11Protocol,), {"header_timeout_s": header_timeout_s}
+    )
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        http=protocol,
+        log_level="warning",
+        access_log=False,
+        **server_options(tls_cert_file, tls_key_file, tls_ca_file),
+        **options,
+    )
+
+
+def client_certificate(scope: Any) -> str | None:
+    """The subject of the request's verified TLS client certificate, if it presented one."""
+    tls = scope.get("extensions", {}).get("tls") or {}
+    name = tls.get("client_cert_name")
+    return str(name) if name else None

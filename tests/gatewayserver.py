@@ -1,0 +1,45 @@
+"""The real gateway (ControlPlane + app) under the same uvicorn set-up as ``hybridinfer gateway``
+(``serving.server_config``: slow-client guard, TLS from the settings), in a thread."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import uvicorn
+
+from hybridinfer.controlplane import ControlPlane
+from hybridinfer.gateway.app import create_app
+from hybridinfer.serving import server_config
+from hybridinfer.settings import Settings
+
+
+@contextmanager
+def running_gateway(settings: Settings) -> Iterator[ControlPlane]:
+    """Serve on ``settings.host:port`` until the block ends; yields the control plane."""
+    plane = ControlPlane(settings)
+    config = server_config(
+        create_app(plane),
+        settings.host,
+        settings.port,
+        header_timeout_s=settings.header_timeout_s,
+        tls_cert_file=settings.tls_cert_file,
+        tls_key_file=settings.tls_key_file,
+        tls_ca_file=settings.tls_ca_file if settings.node_mtls else None,
+        lifespan="on",
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server.started, "the gateway did not start"
+    try:
+        yield plane
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
