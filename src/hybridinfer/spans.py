@@ -164,6 +164,8 @@ def _request_attributes(trace: Trace) -> Attributes:
     }
     if trace.error:
         attributes["hybridinfer.error_code"] = str(trace.error.get("code"))
+    if trace.policy_version is not None:  # a canary's share is countable from the spans
+        attributes["hybridinfer.policy_version"] = trace.policy_version
     return attributes
 
 
