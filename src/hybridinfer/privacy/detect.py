@@ -67,7 +67,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], Callable[[str], bool]], ...] = (
         re.compile(r"(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])"),
         lambda _: True,
     ),
-    ("IP", re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w.])"), _ip),
+    # A full stop may end the sentence after an address; a fifth number may not follow.
+    ("IP", re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?!\w|\.\d)"), _ip),
     ("IP", re.compile(r"(?<![\w:])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:])"), _ip),
     (
         "PHONE",
