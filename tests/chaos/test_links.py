@@ -1,0 +1,131 @@
+"""Faults on the cloud link: slow (+200 ms), cut (100 % loss), restored, lossy (10 %)."""
+
+from __future__ import annotations
+
+import pytest
+from bench.chaos.cluster import Cluster
+from bench.chaos.load import Load, Outcome, Row, first_after, percentile, record, settled_after
+from bench.chaos.network import Namespace, Network
+
+from tests.chaos.workload import (
+    NodeWatch,
+    digits,
+    uncertain_sentiment,
+    watched,
+    with_fault,
+)
+
+pytestmark = pytest.mark.integration
+
+RATE = 20.0
+"""Requests per second of the link scenarios (open loop)."""
+
+
+def on_cloud(outcome: Outcome) -> bool:
+    return outcome.tier == "cloud"
+
+
+async def test_slow_cloud_link_moves_latency_sensitive_work_local_within_3s(
+    cluster: Cluster, cloud: Namespace, network: Network
+) -> None:
+    assert cluster.gateway is not None
+    load = Load(cluster.gateway.url, uncertain_sentiment(), RATE)
+    outcomes, fault_at = await with_fault(load, 12.0, 3.0, lambda: cloud.link.impair(200.0))
+
+    before = [o for o in outcomes if o.sent_s < fault_at]
+    assert any(on_cloud(o) for o in before), "no sentiment request ran on the cloud before"
+    reroute = settled_after(outcomes, fault_at, lambda o: o.ok and o.tier == "local")
+    shifted = [o for o in outcomes if reroute is not None and o.sent_s >= fault_at + reroute]
+    p99_after = percentile([o.latency_ms for o in shifted if o.ok], 99)
+    row = Row.of(
+        "1 cloud link +200 ms",
+        [o for o in outcomes if o.sent_s >= fault_at],
+        reroute,
+        p99_after_shift_ms=p99_after,
+        requests_after_shift=len(shifted),
+        cloud_before=sum(on_cloud(o) for o in before),
+    )
+    record(row, network.impairment)
+    assert reroute is not None, f"sentiment still ran off the local tier at the end: {row}"
+    late = [o for o in outcomes if o.sent_s >= fault_at + 3.0 and o.tier != "local"]
+    assert reroute <= 3.0, (row, late[:10])
+    assert len(shifted) >= 100, row
+    assert all(o.ok for o in shifted), row
+    assert p99_after < 100.0, row
+
+
+async def test_cut_cloud_link_fails_no_request_with_a_local_path_and_opens_the_breaker(
+    cluster: Cluster, cloud: Namespace, network: Network
+) -> None:
+    assert cluster.gateway is not None
+    bodies = uncertain_sentiment() + [digits(i) for i in range(8)]
+    load = Load(cluster.gateway.url, bodies, RATE)
+    watch = NodeWatch(cluster, "cloud-1", load.clock)
+    outcomes, fault_at = await watched(watch, load, 12.0, 4.0, cloud.link.cut)
+
+    breaker_open = watch.first(fault_at, lambda s: "open" in s.breakers)
+    node_down = watch.first(fault_at, lambda s: s.status == "down")
+    after = [o for o in outcomes if o.sent_s >= fault_at]
+    row = Row.of(
+        "2 cloud link cut",
+        after,
+        breaker_open,
+        node_down_s=node_down,
+        cloud_after_cut=sum(on_cloud(o) for o in after),
+    )
+    record(row, network.impairment)
+    assert row.failed == 0, [o for o in after if not o.ok][:5]
+    assert breaker_open is not None, row
+    assert breaker_open <= 1.0, row
+
+
+async def test_restored_cloud_link_takes_traffic_back_within_10s(
+    cluster: Cluster, cloud: Namespace, network: Network
+) -> None:
+    assert cluster.gateway is not None
+    load = Load(cluster.gateway.url, uncertain_sentiment(), RATE)
+    watch = NodeWatch(cluster, "cloud-1", load.clock)
+    restored: list[float] = []
+
+    def cut_then_restore() -> None:
+        """Cut until the gateway has given up on the cloud (breaker open, node down)."""
+        cloud.link.cut()
+        cluster.wait(lambda: "open" in cluster.breakers("cloud-1"), 10.0, "breaker open")
+        cluster.wait(lambda: cluster.nodes()["cloud-1"]["status"] == "down", 10.0, "down")
+        cloud.link.restore()
+        restored.append(load.clock())
+
+    outcomes, _ = await watched(watch, load, 18.0, 3.0, cut_then_restore)
+    restored_at = restored[0]
+    back = first_after(outcomes, restored_at, lambda o: o.ok and on_cloud(o))
+    half_open = watch.first(restored_at, lambda s: "half_open" in s.breakers)
+    closed = watch.first(restored_at, lambda s: s.breakers == {"closed"})
+    row = Row.of(
+        "4 cloud link restored",
+        [o for o in outcomes if o.sent_s >= restored_at],
+        back,
+        half_open_seen_s=half_open,
+        breakers_closed_s=closed,
+    )
+    record(row, network.impairment)
+    assert back is not None, row
+    assert back <= 10.0, row
+    assert half_open is not None, "no half-open state seen after the link came back"
+    assert closed is not None, row
+    assert row.failed == 0, row
+
+
+async def test_lossy_cloud_link_keeps_999_per_mille_success(
+    cluster: Cluster, cloud: Namespace, network: Network
+) -> None:
+    assert cluster.gateway is not None
+    bodies = uncertain_sentiment() + [digits(i, prefer="quality") for i in range(8)]
+    load = Load(cluster.gateway.url, bodies, 80.0)
+    outcomes, fault_at = await with_fault(load, 15.0, 2.0, lambda: cloud.link.impair(0.0, 0.1))
+
+    after = [o for o in outcomes if o.sent_s >= fault_at]
+    row = Row.of("5 cloud link 10 % loss", after, None, cloud=sum(on_cloud(o) for o in after))
+    record(row, network.impairment)
+    assert len(after) >= 1000, row
+    assert row.details["cloud"] > 0, "no request crossed the lossy link"
+    assert row.succeeded / row.sent >= 0.999, row

@@ -1,0 +1,119 @@
+"""What the scenarios send, and how they watch the gateway while a fault is on."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+import httpx
+from bench.chaos.cluster import KEY, Cluster
+from bench.chaos.load import Load, Outcome
+
+UNCERTAIN_TEXTS = [
+    "well then",
+    "mixed feelings about the new phone",
+    "news at eleven",
+    "the update came out",
+    "so that happened",
+    "I guess it was fine but also not great",
+    "ok",
+    "hmm",
+]
+"""Texts the local sentiment model is unsure of (confidence 0.40-0.49): the default policy's
+cascade escalates them to the cloud model while the cloud is healthy."""
+
+
+def sentiment(text: str, **options: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"task": "sentiment", "inputs": {"text": text}}
+    if options:
+        body["options"] = options
+    return body
+
+
+@cache
+def digit_images() -> list[list[float]]:
+    """Twenty real 8x8 digits (scikit-learn's bundled set)."""
+    from sklearn.datasets import load_digits
+
+    return [[float(value) for value in row] for row in load_digits().data[:20]]
+
+
+def digits(index: int, **options: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"task": "digits", "inputs": {"pixels": digit_images()[index % 20]}}
+    if options:
+        body["options"] = options
+    return body
+
+
+def uncertain_sentiment() -> list[dict[str, Any]]:
+    return [sentiment(text) for text in UNCERTAIN_TEXTS]
+
+
+async def with_fault(
+    load: Load, seconds: float, fault_at_s: float, fault: Callable[[], None]
+) -> tuple[list[Outcome], float]:
+    """Run ``load`` for ``seconds``; call ``fault`` ``fault_at_s`` in. Outcomes, fault time."""
+    running = asyncio.create_task(load.run(seconds))
+    await asyncio.sleep(fault_at_s)
+    at = load.clock()
+    await asyncio.to_thread(fault)
+    return await running, at
+
+
+@dataclass
+class Sample:
+    at_s: float
+    status: str
+    breakers: set[str]
+    load: float
+
+
+@dataclass
+class NodeWatch:
+    """Polls ``/v1/nodes`` every 50 ms: one node's status, breaker states and load."""
+
+    cluster: Cluster
+    node_id: str
+    clock: Callable[[], float]
+    samples: list[Sample] = field(default_factory=list)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        assert self.cluster.gateway is not None
+        headers = {"Authorization": f"Bearer {KEY}"}
+        async with httpx.AsyncClient(
+            base_url=self.cluster.gateway.url, headers=headers, timeout=2.0
+        ) as client:
+            while not stop.is_set():
+                try:
+                    nodes = (await client.get("/v1/nodes")).json()["nodes"]
+                except (httpx.HTTPError, KeyError, ValueError):
+                    nodes = []
+                for node in nodes:
+                    if node["id"] == self.node_id:
+                        breakers = {d.get("breaker", "closed") for d in node["deployments"]}
+                        sample = Sample(self.clock(), node["status"], breakers, node["load"])
+                        self.samples.append(sample)
+                await asyncio.sleep(0.05)
+
+    def first(self, since_s: float, check: Callable[[Sample], bool]) -> float | None:
+        """Seconds from ``since_s`` to the first sample that passes ``check``."""
+        for sample in self.samples:
+            if sample.at_s >= since_s and check(sample):
+                return sample.at_s - since_s
+        return None
+
+
+async def watched(
+    watch: NodeWatch, load: Load, seconds: float, fault_at_s: float, fault: Callable[[], None]
+) -> tuple[list[Outcome], float]:
+    """``with_fault`` while ``watch`` polls the gateway."""
+    stop = asyncio.Event()
+    polling = asyncio.create_task(watch.run(stop))
+    try:
+        return await with_fault(load, seconds, fault_at_s, fault)
+    finally:
+        stop.set()
+        await polling
