@@ -66,7 +66,12 @@ async def test_spans_reach_an_otlp_http_receiver_as_protobuf(
     settings: Settings, receiver: Receiver
 ) -> None:
     endpoint = f"http://127.0.0.1:{receiver.server_address[1]}/v1/traces"
-    update = {"otel_exporter": "otlp", "otel_endpoint": endpoint, "otel_service_name": "gw-test"}
+    update = {
+        "otel_exporter": "otlp",
+        "otel_endpoint": endpoint,
+        "otel_service_name": "gw-test",
+        "otel_sample_ratio": 1.0,
+    }
     plane = ControlPlane(settings.model_copy(update=update))
     app = create_app(plane)
     await plane.start()

@@ -257,10 +257,11 @@ class Settings(BaseSettings):
         "hybridinfer-gateway", description="`service.name` of the exported spans."
     )
     otel_sample_ratio: float = Field(
-        1.0,
+        0.1,
         ge=0.0,
         le=1.0,
-        description="Share of new traces exported; a caller's traceparent sampled flag wins.",
+        description="Share of `ok` requests exported as spans (the others always are); a "
+        "caller's traceparent sampled flag decides instead when it sent one.",
     )
     store_url_file: Path | None = Field(
         None, description="File holding the store URL (a mounted secret); beats store_url."

@@ -4,9 +4,9 @@ The tree, named by the stages (``trace.STAGES``)::
 
     gateway                       the whole request (joins the caller's trace, if any)
     ├─ decompose
-    ├─ route                      one ``decision`` event per subtask, with its reason
+    ├─ route
     ├─ execute
-    │  └─ subtask <id>            tier, node, model, decision reason, status
+    │  └─ subtask <id>            tier, node, model, decision reason and policy, status
     │     └─ attempt <role>       one per call: primary, fallback, escalation
     └─ aggregate
 
@@ -92,10 +92,7 @@ class SpanWriter:
                 continue
             offset = offsets[stage]
             span = self._tracer.start_span(stage, context=inside, start_time=at(offset))
-            if stage == "route":
-                for decision in trace.decisions:
-                    span.add_event("decision", _decision_attributes(decision), at(offset))
-            elif stage == "execute":
+            if stage == "execute":
                 self._write_subtasks(trace, otel.set_span_in_context(span), at)
             span.end(at(offset + timings.get(stage, 0.0)))
         if trace.status == "error":
@@ -130,9 +127,9 @@ class SpanWriter:
     def _write_attempt(
         self, trace: Trace, attempt: Attempt, inside: Context, at: Callable[[float], int]
     ) -> None:
+        # The subtask span above carries the request id, subtask and decision: each attribute
+        # costs encoding time on every exported request (bench/metrics_cost.py).
         attributes: Attributes = {
-            "hybridinfer.request_id": trace.request_id,
-            "hybridinfer.subtask": attempt.subtask_id,
             "hybridinfer.deployment": attempt.deployment,
             "hybridinfer.tier": attempt.tier,
             "hybridinfer.node": attempt.node,
@@ -167,17 +164,6 @@ def _request_attributes(trace: Trace) -> Attributes:
     if trace.policy_version is not None:  # a canary's share is countable from the spans
         attributes["hybridinfer.policy_version"] = trace.policy_version
     return attributes
-
-
-def _decision_attributes(decision: Mapping[str, Any]) -> Attributes:
-    return {
-        "hybridinfer.subtask": decision["subtask"],
-        "hybridinfer.deployment": decision["chosen"],
-        "hybridinfer.tier": decision["tier"],
-        "hybridinfer.reason": decision["reason"],
-        "hybridinfer.policy_version": decision["policy_version"],
-        "hybridinfer.fallbacks": list(decision["fallbacks"]),
-    }
 
 
 def _subtask_attributes(

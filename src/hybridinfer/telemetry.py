@@ -6,6 +6,13 @@ small batches, and the SDK's batch processor sends them from its own thread. So 
 a list append, whatever the exporter; building spans live in the hot path would cost far
 more than the stage timings the trace already keeps.
 
+Sampling is decided on the finished request (tail sampling, free here because spans are built
+afterwards): a caller's ``traceparent`` flag decides when there is one; otherwise every
+request that did not end ``ok`` is exported, and ``otel_sample_ratio`` of the others (by trace
+id, so replicas agree). Building and encoding one request's eight spans costs some hundreds
+of µs of CPU in the Python SDK (``bench/metrics_cost.py``), a large share of the gateway's own
+overhead, hence a default ratio below 1.
+
 Exporters (``Settings.otel_exporter``): ``otlp`` (OTLP/HTTP protobuf to ``otel_endpoint``),
 ``console`` (JSON on stderr), ``memory`` (kept in process, for tests), ``off``.
 """
@@ -26,7 +33,7 @@ from opentelemetry.sdk.trace.export import (
     SpanExporter,
 )
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
 from hybridinfer import background
 from hybridinfer.settings import Settings
@@ -61,21 +68,34 @@ class Telemetry:
         self.exporter, processor = open_exporter(settings)
         ids = PlannedIds()
         self._provider = TracerProvider(
-            sampler=ParentBased(TraceIdRatioBased(settings.otel_sample_ratio)),
+            sampler=ALWAYS_ON,  # the choice is made on the finished trace (``wanted``)
             resource=Resource.create({"service.name": settings.otel_service_name}),
             id_generator=ids,
         )
         self._provider.add_span_processor(processor)
-        self._writer = SpanWriter(self._provider.get_tracer("hybridinfer"), ids)
+        self.writer = SpanWriter(self._provider.get_tracer("hybridinfer"), ids)
         self._pending: deque[Trace] = deque()
         self._capacity = capacity
+        self._ratio_bound = round(settings.otel_sample_ratio * (1 << 64))
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.dropped = 0
         self.exported = 0
 
+    def wanted(self, trace: Trace) -> bool:
+        """Whether the finished request is exported: the caller's sampled flag if it sent
+        one, else always when it did not end ``ok``, else ``otel_sample_ratio`` of them."""
+        context = trace.context
+        if context.parent_span_id is not None:
+            return context.sampled
+        return (
+            trace.status != "ok" or (context.trace_id & 0xFFFF_FFFF_FFFF_FFFF) < self._ratio_bound
+        )
+
     def observe(self, trace: Trace) -> None:
         """Trace-sink observer: queue the finished trace; never blocks, never raises."""
+        if not self.wanted(trace):
+            return
         if len(self._pending) >= self._capacity:
             self.dropped += 1
             return
@@ -106,7 +126,7 @@ class Telemetry:
         for _ in range(min(BATCH, len(self._pending))):
             trace = self._pending.popleft()
             try:
-                self._writer.write(trace)
+                self.writer.write(trace)
             except Exception:  # a malformed trace must not stop the export of the others
                 log.exception("could not build spans for request %s", trace.request_id)
                 continue
