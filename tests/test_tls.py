@@ -63,6 +63,8 @@ def gateway(pki: Pki, models_dir: Path, tmp_path_factory: pytest.TempPathFactory
         tls_cert_file=pki.server_cert,
         tls_key_file=pki.server_key,
         tls_ca_file=pki.ca,
+        tls_client_cert_file=pki.server_cert,  # how the gateway proves itself to nodes
+        tls_client_key_file=pki.server_key,
         node_mtls=True,
         heartbeat_interval_s=1.0,
     )
@@ -144,9 +146,14 @@ def test_a_real_node_registers_and_serves_over_mutual_tls(
     args += ["--models", "sentiment-large", "--models-dir", str(models_dir)]
     args += ["--control-plane", gateway, "--heartbeat-interval", "1"]
     env = _node_env(pki, pki.node_cert, pki.node_key)
+    env["HYBRIDINFER_NODE_TLS_REQUIRE_CLIENT_CERT"] = "true"
     trusting = ssl.create_default_context(cafile=str(pki.ca))
-    with node_process(*args, env=env, context=trusting):
+    trusting.load_cert_chain(str(pki.server_cert), str(pki.server_key))
+    with node_process(*args, env=env, context=trusting) as node_url:
         assert _wait_for_node(gateway, pki, "cloud-tls", 30)
+        # the node's models answer only callers with a certificate from the CA
+        with client(pki) as anonymous, pytest.raises(httpx.HTTPError):
+            anonymous.get(node_url + "/v2/health/ready")
         assert str(_nodes(gateway, pki)["cloud-tls"]["url"]).startswith("https://")
         with client(pki) as caller:
             answer = caller.post(

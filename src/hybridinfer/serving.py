@@ -101,6 +101,7 @@ def server_config(
     tls_cert_file: Path | None = None,
     tls_key_file: Path | None = None,
     tls_ca_file: Path | None = None,
+    require_client_cert: bool = False,
     **options: Any,
 ) -> uvicorn.Config:
     """A uvicorn config with the guarded protocol and, given a certificate, TLS."""
@@ -114,7 +115,7 @@ def server_config(
         http=protocol,
         log_level="warning",
         access_log=False,
-        **server_options(tls_cert_file, tls_key_file, tls_ca_file),
+        **server_options(tls_cert_file, tls_key_file, tls_ca_file, require_client_cert),
         **options,
     )
 

@@ -472,7 +472,12 @@ class NodeSettings(BaseSettings):
     tls_ca_file: Path | None = Field(
         None,
         description="PEM CA bundle the node trusts: the control plane's certificate, and the "
-        "client certificates it requires of callers when set together with tls_cert_file.",
+        "client certificates of callers when tls_require_client_cert is on.",
+    )
+    tls_require_client_cert: bool = Field(
+        False,
+        description="Mutual TLS: accept only callers (the gateway) presenting a certificate "
+        "signed by tls_ca_file; needs tls_cert_file.",
     )
     cost_per_call: float = Field(0.0, ge=0.0, description="Price of one call, for routing.")
     heartbeat_interval_s: float = Field(10.0, gt=0.0, description="Heartbeat period.")
@@ -516,6 +521,8 @@ class NodeSettings(BaseSettings):
             object.__setattr__(self, "token", SecretStr(from_file))
         if (self.tls_cert_file is None) != (self.tls_key_file is None):
             raise ValueError("tls_cert_file and tls_key_file go together")
+        if self.tls_require_client_cert and (self.tls_cert_file is None or not self.tls_ca_file):
+            raise ValueError("tls_require_client_cert needs tls_cert_file and tls_ca_file")
         return self
 
     @property

@@ -5,7 +5,9 @@ certificate; with a CA bundle it also verifies the client certificates callers p
 (``CERT_OPTIONAL``: API clients need none, but a certificate that does not chain to the CA
 fails the handshake). Whether a route *requires* one is the application's decision: the
 protocol puts the verified certificate's subject in the ASGI scope (``serving.py``), and the
-gateway's node routes demand it when ``node_mtls`` is on.
+gateway's node routes demand it when ``node_mtls`` is on. A node started with
+``tls_require_client_cert`` accepts no connection without one (``CERT_REQUIRED``): only a
+gateway holding a certificate from the CA can call its models.
 """
 
 from __future__ import annotations
@@ -27,16 +29,22 @@ def _readable(*paths: Path | None) -> None:
 
 
 def server_options(
-    cert_file: Path | None, key_file: Path | None, ca_file: Path | None = None
+    cert_file: Path | None,
+    key_file: Path | None,
+    ca_file: Path | None = None,
+    require_client_cert: bool = False,
 ) -> dict[str, Any]:
-    """uvicorn.Config keyword arguments: empty (plain HTTP) without a certificate."""
+    """uvicorn.Config keyword arguments: empty (plain HTTP) without a certificate.
+
+    With ``ca_file``, client certificates are verified against it: optional, or required
+    (no handshake without one) with ``require_client_cert``."""
     if cert_file is None or key_file is None:
         return {}
     _readable(cert_file, key_file, ca_file)
     options: dict[str, Any] = {"ssl_certfile": str(cert_file), "ssl_keyfile": str(key_file)}
     if ca_file is not None:
         options["ssl_ca_certs"] = str(ca_file)
-        options["ssl_cert_reqs"] = ssl.CERT_OPTIONAL
+        options["ssl_cert_reqs"] = ssl.CERT_REQUIRED if require_client_cert else ssl.CERT_OPTIONAL
     return options
 
 

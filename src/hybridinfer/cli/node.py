@@ -144,6 +144,8 @@ async def serve_node(settings: NodeSettings) -> None:
             settings.port,
             tls_cert_file=settings.tls_cert_file,
             tls_key_file=settings.tls_key_file,
+            tls_ca_file=settings.tls_ca_file if settings.tls_require_client_cert else None,
+            require_client_cert=settings.tls_require_client_cert,
         )
     )
     await server.serve()
