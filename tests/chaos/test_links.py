@@ -42,6 +42,7 @@ async def test_slow_cloud_link_moves_latency_sensitive_work_local_within_3s(
         [o for o in outcomes if o.sent_s >= fault_at],
         reroute,
         p99_after_shift_ms=p99_after,
+        off_cloud_s=settled_after(outcomes, fault_at, lambda o: o.ok and o.tier != "cloud"),
         requests_after_shift=len(shifted),
         cloud_before=sum(on_cloud(o) for o in before),
     )
