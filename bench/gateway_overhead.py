@@ -134,11 +134,12 @@ def _brief(result: dict[str, Any]) -> dict[str, Any]:
         "p50_ms": latency.get("p50"),
         "p99_ms": latency.get("p99"),
         "error_rate": result["error_rate"],
+        "error_kinds": result["error_kinds"],
         "generator_cpu": result["generator_cpu"],
     }
 
 
-def settle(target: Target, timeout_s: float = 30.0) -> None:
+def settle(target: Target, timeout_s: float = 15.0) -> None:
     """After an overload, wait until the target answers promptly again (its backlog drained),
     so the next run does not inherit it."""
     request = urllib.request.Request(
@@ -244,8 +245,8 @@ def added(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--duration", type=float, default=6.0, help="Seconds per fixed rate.")
-    parser.add_argument("--search-duration", type=float, default=4.0)
+    parser.add_argument("--duration", type=float, default=5.0, help="Seconds per fixed rate.")
+    parser.add_argument("--search-duration", type=float, default=3.0)
     parser.add_argument("--no-litellm", action="store_true", help="Skip LiteLLM entirely.")
     args = parser.parse_args()
     litellm_version = (

@@ -6,7 +6,8 @@ lives in ``~/.cache/hybridinfer/litellm-venv`` and is built on first use (a few 
 
 The proxy runs as LiteLLM documents a lean deployment: no database (no ``DATABASE_URL``), a
 master key (it refuses to start without one), no callbacks, telemetry off, logging at ERROR,
-one uvicorn worker.
+one uvicorn worker. Retries and cool-downs are off: after an overloaded step the router would
+otherwise bench its only deployment for a minute and fail every request of the next one.
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ litellm_settings:
   success_callback: []
   failure_callback: []
   request_timeout: 30
+  num_retries: 0
+router_settings:
+  disable_cooldowns: true
+  num_retries: 0
 general_settings:
   disable_spend_logs: true
   disable_error_logs: true
@@ -99,6 +104,7 @@ def litellm_proxy(
         if not key.startswith(("DATABASE_URL", "LITELLM_", "REDIS_", "OPENAI_"))
     }
     env |= {"LITELLM_LOG": "ERROR", "LITELLM_TELEMETRY": "False", "NUM_WORKERS": "1"}
+    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # no fetch of the price list at start
     command = [str(executable()), "--config", str(config), "--host", "127.0.0.1"]
     command += ["--port", str(port), "--num_workers", "1"]
     url = f"http://127.0.0.1:{port}"

@@ -1,11 +1,12 @@
 """Local vs cloud chat: time to first token and tokens/s of both LLMs, direct and through the
 gateway (streaming, model pinned), on this machine. Writes ``bench/results/llm.json``.
 
-Run: ``python -m bench.llm`` (needs the `llm` extra).
+Run: ``python -m bench.llm [--runs 5] [--max-tokens 64]`` (needs the `llm` extra).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import statistics
 import tempfile
@@ -32,9 +33,11 @@ CUT_STREAMS: list[str] = []
 """Streams that broke off (retried); reported, since a bench must not hide them."""
 
 
-async def stream_once(client: httpx.AsyncClient, url: str, model: str) -> dict[str, float]:
+async def stream_once(
+    client: httpx.AsyncClient, url: str, model: str, max_tokens: int
+) -> dict[str, float]:
     """One streamed answer: seconds to the first content token, content pieces per second."""
-    body = {"model": model, "messages": PROMPT, "max_tokens": MAX_TOKENS, "stream": True}
+    body = {"model": model, "messages": PROMPT, "max_tokens": max_tokens, "stream": True}
     started = time.perf_counter()
     first: float | None = None
     pieces = 0
@@ -62,24 +65,28 @@ def summary(samples: list[dict[str, float]]) -> dict[str, float]:
     }
 
 
-async def stream_fresh(url: str, model: str) -> dict[str, float]:
+async def stream_fresh(url: str, model: str, max_tokens: int) -> dict[str, float]:
     # A new connection per answer: llama.cpp's server (sse-starlette) has been seen cutting a
     # stream sent on a reused keep-alive connection.
     headers = {"Authorization": f"Bearer {KEY}"}
     for _ in range(3):
         try:
             async with httpx.AsyncClient(timeout=120, headers=headers) as client:
-                return await stream_once(client, url, model)
+                return await stream_once(client, url, model, max_tokens)
         except (httpx.HTTPError, RuntimeError) as exc:
             CUT_STREAMS.append(f"{url}: {type(exc).__name__}: {exc}")
     raise RuntimeError(f"{url} failed three times: {CUT_STREAMS[-1]}")
 
 
-async def measure(server: LlmServer, gateway_url: str) -> dict[str, Any]:
+async def measure(
+    server: LlmServer, gateway_url: str, runs: int, max_tokens: int
+) -> dict[str, Any]:
     model = server.spec.model
-    await stream_fresh(f"{server.url}/v1/chat/completions", model)  # warm up
-    direct = [await stream_fresh(f"{server.url}/v1/chat/completions", model) for _ in range(RUNS)]
-    through = [await stream_fresh(f"{gateway_url}/v1/chat/completions", model) for _ in range(RUNS)]
+    direct_url = f"{server.url}/v1/chat/completions"
+    await stream_fresh(direct_url, model, max_tokens)  # warm up
+    direct = [await stream_fresh(direct_url, model, max_tokens) for _ in range(runs)]
+    through_url = f"{gateway_url}/v1/chat/completions"
+    through = [await stream_fresh(through_url, model, max_tokens) for _ in range(runs)]
     return {
         "model": model,
         "tier": server.spec.tier.value,
@@ -88,7 +95,7 @@ async def measure(server: LlmServer, gateway_url: str) -> dict[str, Any]:
     }
 
 
-async def main() -> None:
+async def main(runs: int, max_tokens: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         specs = [s for s in default_specs(Path(tmp), 1500, 0.0002) if not s.embedding]
         servers = await start_servers(specs, free_port(), threads=1, context_tokens=2048)
@@ -108,15 +115,16 @@ async def main() -> None:
         while not server.started:  # noqa: ASYNC110 - uvicorn exposes readiness only as a flag
             await asyncio.sleep(0.05)
         try:
-            tiers = [await measure(s, f"http://127.0.0.1:{settings.port}") for s in servers]
+            gateway_url = f"http://127.0.0.1:{settings.port}"
+            tiers = [await measure(s, gateway_url, runs, max_tokens) for s in servers]
         finally:
             server.should_exit = True
             await serving
             await asyncio.gather(*(s.stop() for s in servers))
     result = {
         "machine": machine(),
-        "runs": RUNS,
-        "max_tokens": MAX_TOKENS,
+        "runs": runs,
+        "max_tokens": max_tokens,
         "threads_per_llm": 1,
         "tiers": tiers,
         "cut_streams": CUT_STREAMS,
@@ -132,4 +140,8 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=RUNS, help="Answers per tier and path.")
+    parser.add_argument("--max-tokens", type=int, default=MAX_TOKENS)
+    args = parser.parse_args()
+    asyncio.run(main(args.runs, args.max_tokens))

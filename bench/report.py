@@ -1,7 +1,8 @@
 """``docs/benchmarks.md`` from ``bench/results/latest.json``: every figure from one run.
 
 Each target is stated next to its figure with a plain "met" or "missed"; a section that did
-not run or failed says so instead of showing an older number.
+not run or failed says so instead of showing an older number. Section 1 (gateway overhead)
+is written by ``bench/report_gateway.py``.
 """
 
 from __future__ import annotations
@@ -12,23 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import REPO
+from bench.markdown import Lines, ms, table, verdict
+from bench.report_gateway import gateway_section, gateway_targets, local_section, metrics_section
 
 DOCUMENT = REPO / "docs" / "benchmarks.md"
-Lines = list[str]
-
-
-def verdict(ok: bool) -> str:
-    return "**met**" if ok else "**missed**"
-
-
-def ms(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.2f} ms"
-
-
-def table(header: list[str], rows: list[list[Any]]) -> Lines:
-    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
-    return [*lines, ""]
 
 
 def figure(figures: dict[str, Path], name: str, document: Path, caption: str) -> Lines:
@@ -36,167 +24,6 @@ def figure(figures: dict[str, Path], name: str, document: Path, caption: str) ->
     if path is None:
         return []
     return [f"![{caption}]({os.path.relpath(path, document.parent)})", ""]
-
-
-# --- 1. gateway overhead -----------------------------------------------------------------------
-def added_at(result: dict[str, Any], target: str, rate: float) -> dict[str, Any] | None:
-    return next(
-        (row for row in result["added_ms"] if row["target"] == target and row["rate"] == rate),
-        None,
-    )
-
-
-def gateway_targets(result: dict[str, Any]) -> list[tuple[str, str, bool]]:
-    """(target, measured, met) for the three gateway targets."""
-    checks: list[tuple[str, str, bool]] = []
-    ours = added_at(result, "hybridinfer", 300)
-    if ours is not None:
-        checks.append(
-            (
-                "hybridinfer added latency at 300 RPS: p50 ≤ 1 ms, p99 ≤ 5 ms",
-                f"p50 {ms(ours['p50'])}, p99 {ms(ours['p99'])}",
-                ours["sustained"] and ours["p50"] <= 1.0 and ours["p99"] <= 5.0,
-            )
-        )
-    theirs = [row for row in result["added_ms"] if row["target"] == "litellm" and row["sustained"]]
-    pairs = [(added_at(result, "hybridinfer", row["rate"]), row) for row in theirs]
-    compared = [(o, t) for o, t in pairs if o is not None]
-    if compared:
-        measured = "; ".join(
-            f"{t['rate']:.0f} RPS: p50 {o['p50']:.2f} vs {t['p50']:.2f} ms, "
-            f"p99 {o['p99']:.2f} vs {t['p99']:.2f} ms"
-            for o, t in compared
-        )
-        ok = all(o["p50"] <= t["p50"] / 10 and o["p99"] <= t["p99"] / 10 for o, t in compared)
-        checks.append(("added latency ≤ 1/10 of LiteLLM's where LiteLLM sustains", measured, ok))
-    sustained = result["sustained"]
-    if "litellm" in sustained and "hybridinfer" in sustained:
-        ours_rps = sustained["hybridinfer"]["sustained_rps"]
-        theirs_rps = sustained["litellm"]["sustained_rps"]
-        ratio = ours_rps / theirs_rps if theirs_rps else float("inf")
-        checks.append(
-            (
-                "sustained rate ≥ 10x LiteLLM's",
-                f"{ours_rps:.0f} vs {theirs_rps:.0f} RPS ({ratio:.1f}x)",
-                ratio >= 10,
-            )
-        )
-    return checks
-
-
-def gateway_section(result: dict[str, Any]) -> Lines:
-    lines = [
-        "Setup: one minimal OpenAI-style upstream (`bench/upstream.py`: a bare asyncio server "
-        "answering every chat completion with the same tiny reply) called directly, through "
-        "`hybridinfer gateway --config` (one static `openai` node on it, model pinned, API key "
-        "checked, traces and metrics on) and through LiteLLM's proxy "
-        f"{result.get('litellm_version') or '(not run)'} (one worker, one `model_list` entry "
-        "on the upstream, master key, no database, no callbacks). The same open-loop generator "
-        "(`bench/loadgen.py`, its own process) drives all three; latency counts from each "
-        "request's *scheduled* send time. At each rate the three run back to back, so machine "
-        "noise falls on all alike; the sustained-rate searches are interleaved the same way.",
-        "",
-    ]
-    rows = []
-    for row in result["fixed_rates"]:
-        latency = row["latency_ms"]
-        rows.append(
-            [
-                f"{row['rate']:.0f}",
-                row["target"],
-                ms(latency.get("p50")),
-                ms(latency.get("p95")),
-                ms(latency.get("p99")),
-                f"{row['error_rate']:.2%}",
-                f"{row['generator_cpu']:.0%}",
-            ]
-        )
-    lines += table(["RPS", "path", "p50", "p95", "p99", "errors", "generator CPU (one core)"], rows)
-    lines += ["Added latency (path - direct at the same percentile and rate):", ""]
-    lines += table(
-        ["RPS", "gateway", "added p50", "added p95", "added p99", "sustained at this rate"],
-        [
-            [
-                f"{r['rate']:.0f}",
-                r["target"],
-                ms(r["p50"]),
-                ms(r["p95"]),
-                ms(r["p99"]),
-                "yes" if r["sustained"] else "no",
-            ]
-            for r in result["added_ms"]
-        ],
-    )
-    lines += [
-        "Highest sustained rate (< 1 % errors and p99 < 1 s), searched by doubling then bisecting:",
-        "",
-    ]
-    lines += table(
-        ["path", "sustained", "first rate that failed", "generator CPU at the top rate"],
-        [
-            [
-                name,
-                f"{data['sustained_rps']:.0f} RPS",
-                "none up to the ceiling"
-                if data["first_failed_rps"] is None
-                else f"{data['first_failed_rps']:.0f} RPS",
-                _top_cpu(data),
-            ]
-            for name, data in result["sustained"].items()
-        ],
-    )
-    return lines
-
-
-def _top_cpu(data: dict[str, Any]) -> str:
-    steps = [step for step in data["steps"] if step["sustained"]]
-    return f"{max(steps, key=lambda s: s['rate'])['generator_cpu']:.0%}" if steps else "n/a"
-
-
-def local_section(result: dict[str, Any]) -> Lines:
-    overhead = result["overhead_ms"]
-    stages = ", ".join(f"{k} {v:.3f}" for k, v in result["server_stage_ms_p50"].items())
-    return [
-        f"`POST /v1/infer` sentiment on the in-process local tier vs the same onnxruntime "
-        f"session called directly, interleaved, {result['rounds']} rounds over one kept-alive "
-        "connection:",
-        "",
-        *table(
-            ["", "p50", "p99"],
-            [
-                [
-                    "onnxruntime direct",
-                    ms(result["direct_ms"]["p50"]),
-                    ms(result["direct_ms"]["p99"]),
-                ],
-                [
-                    "through the gateway",
-                    ms(result["gateway_ms"]["p50"]),
-                    ms(result["gateway_ms"]["p99"]),
-                ],
-                [
-                    "HTTP floor (GET /healthz)",
-                    ms(result["http_floor_ms"]["p50"]),
-                    ms(result["http_floor_ms"]["p99"]),
-                ],
-                ["overhead", ms(overhead["p50"]), ms(overhead["p99"])],
-            ],
-        ),
-        f"Server-side stages at p50 (ms): {stages}. Target: {result['target']}: "
-        f"{verdict(overhead['p50'] <= result.get('target_p50_ms', 1.0))}.",
-        "",
-    ]
-
-
-def metrics_section(result: dict[str, Any]) -> Lines:
-    share = result["record_share_of_gateway_overhead"]
-    return [
-        f"{result['what']}: {result['record_us_per_request']:.1f} µs per request recorded, "
-        f"p50 difference {ms(result['difference_p50_ms'])}; one scrape "
-        f"{ms(result['scrape_ms'])} ({result['scrape_bytes']} bytes). Target: {result['target']} "
-        f"— {share:.1%}: {verdict(share <= 0.10)}.",
-        "",
-    ]
 
 
 # --- 2. routing ---------------------------------------------------------------------------------
@@ -390,17 +217,36 @@ def _why(section: dict[str, Any]) -> str:
     return str(result.get("reason") or section.get("error") or section["status"])
 
 
+def context(section: dict[str, Any], cores: int) -> Lines:
+    """How long the section ran and how busy the machine was (1-minute load average)."""
+    load = section.get("load_average")
+    if load is None:
+        return []
+    return [
+        f"_{section['seconds']:.0f} s; load average {load['before']:.1f} before, "
+        f"{load['after']:.1f} after, on {cores} cores._",
+        "",
+    ]
+
+
 def render(latest: dict[str, Any], figures: dict[str, Path], document: Path) -> str:
     lines = header(latest) + summary(latest)
     for name, title, render_section, caption in SECTIONS:
         if name not in latest["sections"]:
             continue
-        lines += [f"## {title}", ""]
+        lines += [f"## {title}", "", *context(latest["sections"][name], latest["machine"]["cores"])]
         result = _result(latest, name)
         if result is None:
             lines += [f"Not measured in this run: {_why(latest['sections'][name])}.", ""]
             continue
-        lines += render_section(result)
+        try:
+            lines += render_section(result)
+        except (KeyError, TypeError, ValueError, IndexError) as error:  # a changed result file
+            lines += [
+                f"Could not render this section's result: {type(error).__name__}: {error}.",
+                "",
+            ]
+            continue
         lines += figure(figures, name, document, caption)
     return "\n".join(lines).rstrip() + "\n"
 

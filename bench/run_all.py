@@ -6,7 +6,7 @@ into ``bench/results/``, which is read back only if it was written during this r
 is gathered into ``bench/results/latest.json``; ``bench/plots.py`` draws the figures and
 ``bench/report.py`` writes the document from that file alone.
 
-    python -m bench.run_all [--only gateway_overhead,routing] [--skip llm]
+    python -m bench.run_all [--only gateway_overhead,routing] [--skip llm] [--report-only]
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ SECTIONS = (
         "Gateway overhead vs LiteLLM (open-loop load)",
         ("-m", "bench.gateway_overhead"),
         "gateway_overhead.json",
-        480,
+        600,
     ),
     Section(
         "local_overhead",
@@ -77,7 +77,7 @@ SECTIONS = (
             "--batches",
             "1,8,32",
             "--concurrency",
-            "1,16,64",
+            "1,32",
         ),
         "node_throughput.json",
         240,
@@ -89,7 +89,13 @@ SECTIONS = (
         "tier_latency.json",
         180,
     ),
-    Section("llm", "LLM TTFT and tokens/s per tier", ("-m", "bench.llm"), "llm.json", 300),
+    Section(
+        "llm",
+        "LLM TTFT and tokens/s per tier",
+        ("-m", "bench.llm", "--runs", "3", "--max-tokens", "48"),
+        "llm.json",
+        300,
+    ),
     Section(
         "failover",
         "Failover on a cloud cut",
@@ -128,6 +134,7 @@ def run_section(section: Section) -> dict[str, Any]:
     started_wall = time.time()
     started = time.perf_counter()
     print(f"\n=== {section.title} ({section.name}) ===", flush=True)
+    load_before = os.getloadavg()[0]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     try:
         finished = subprocess.run(
@@ -137,22 +144,29 @@ def run_section(section: Section) -> dict[str, Any]:
     except subprocess.TimeoutExpired:
         code = f"timed out after {section.timeout_s:.0f} s"
     seconds = round(time.perf_counter() - started, 1)
+    load = {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)}
     fresh = path.exists() and path.stat().st_mtime >= started_wall
     if code != 0 or not fresh:
         reason = f"exit {code}" if code != 0 else f"{section.result} was not written"
         print(f"--- {section.name}: FAILED ({reason}) after {seconds} s", flush=True)
-        return {"status": "failed", "error": reason, "seconds": seconds}
+        return {"status": "failed", "error": reason, "seconds": seconds, "load_average": load}
     result = json.loads(path.read_text())
     status = result.get("status", "ok")
     print(f"--- {section.name}: {status} in {seconds} s", flush=True)
-    return {"status": status, "seconds": seconds, "result": result}
+    return {"status": status, "seconds": seconds, "load_average": load, "result": result}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="Comma-separated section names.")
     parser.add_argument("--skip", default="", help="Comma-separated section names.")
+    parser.add_argument(
+        "--report-only", action="store_true", help="Redraw the plots and the document only."
+    )
     args = parser.parse_args()
+    if args.report_only:
+        publish(json.loads(LATEST.read_text()))
+        return
     only = {name for name in args.only.split(",") if name}
     skip = {name for name in args.skip.split(",") if name}
     started = time.perf_counter()
@@ -167,10 +181,15 @@ def main() -> None:
         "sections": sections,
     }
     LATEST.write_text(json.dumps(latest, indent=2) + "\n")
+    publish(latest)
+    print(f"total {latest['total_seconds']} s", flush=True)
+
+
+def publish(latest: dict[str, Any]) -> None:
+    """The figures and ``docs/benchmarks.md`` from one run's results."""
     figures = draw_all(latest, RESULTS)
     write_report(latest, figures, DOCUMENT)
     print(f"\nwrote {LATEST}, {len(figures)} figures and {DOCUMENT}")
-    print(f"total {latest['total_seconds']} s", flush=True)
 
 
 if __name__ == "__main__":

@@ -127,3 +127,28 @@ def test_figures_are_drawn_and_linked(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
     document = render(SAMPLE, figures, tmp_path / "docs" / "benchmarks.md")
     assert "](../gateway_overhead.png)" in document
+
+
+def test_a_result_of_another_shape_is_said_not_rendered(tmp_path: Path) -> None:
+    sample = copy.deepcopy(SAMPLE)
+    sample["sections"]["cascade"] = {"title": "Cascades", "status": "ok", "result": {"rows": []}}
+    document = render(sample, {}, tmp_path / "benchmarks.md")
+    assert "Could not render this section's result: KeyError: 'results'." in document
+
+
+def test_without_a_sustained_fixed_rate_the_shared_search_rates_are_compared(
+    tmp_path: Path,
+) -> None:
+    sample = copy.deepcopy(SAMPLE)
+    gateway = sample["sections"]["gateway_overhead"]["result"]
+    for row in gateway["added_ms"]:
+        row["sustained"] = row["target"] != "litellm"
+    steps = {"direct": (0.5, 2.0), "hybridinfer": (1.0, 3.0), "litellm": (20.5, 42.0)}
+    for name, (p50, p99) in steps.items():
+        gateway["sustained"][name]["steps"] = [
+            {"rate": 10, "sustained": True, "p50_ms": p50, "p99_ms": p99, "generator_cpu": 0.01}
+        ]
+    lines = render(sample, {}, tmp_path / "benchmarks.md").splitlines()
+    row = next(line for line in lines if line.startswith("| added latency ≤ 1/10"))
+    assert "10 RPS: p50 0.50 vs 20.00 ms, p99 1.00 vs 40.00 ms" in row
+    assert row.endswith("**met** |")
