@@ -67,3 +67,30 @@ def test_bad_values_name_their_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as refused:
         load_settings(write(tmp_path, "port: 9000\nrate_limit_mode: sometimes\n"))
     assert "prod.yaml:2: rate_limit_mode" in refused.value.message
+
+
+def test_the_bootstrap_key_and_node_token_come_from_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key_file, token_file = tmp_path / "bootstrap", tmp_path / "node-token"
+    key_file.write_text("hi_from_a_mounted_secret\n")
+    token_file.write_text("nt_from_a_mounted_secret\n")
+    monkeypatch.setenv("HYBRIDINFER_BOOTSTRAP_KEY", "hi_from_the_environment")
+    config = write(tmp_path, f"bootstrap_key_file: {key_file}\nnode_token_file: {token_file}\n")
+    settings = load_settings(config)
+    assert settings.bootstrap_key is not None
+    assert settings.bootstrap_key.get_secret_value() == "hi_from_a_mounted_secret"
+    assert settings.node_token is not None
+    assert settings.node_token.get_secret_value() == "nt_from_a_mounted_secret"
+    assert "nt_from_a_mounted_secret" not in repr(settings)
+    missing = write(tmp_path, f"node_token_file: {tmp_path / 'absent'}\n")
+    with pytest.raises(ConfigError, match="cannot read secret file"):
+        load_settings(missing)
+
+
+def test_tls_settings_are_checked_together(tmp_path: Path) -> None:
+    cert = tmp_path / "cert.pem"
+    with pytest.raises(ConfigError, match="go together"):
+        load_settings(write(tmp_path, f"tls_cert_file: {cert}\n"))
+    with pytest.raises(ConfigError, match="node_mtls needs"):
+        load_settings(write(tmp_path, "node_mtls: true\n"))
