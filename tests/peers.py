@@ -139,7 +139,12 @@ async def object_store(
 
 @contextmanager
 def gateway_process(
-    data_dir: Path, models_dir: Path, admin_key: str, *flags: str, **config: Any
+    data_dir: Path,
+    models_dir: Path,
+    admin_key: str,
+    *flags: str,
+    node_token: str | None = None,
+    **config: Any,
 ) -> Iterator[tuple[str, Path]]:
     """`hybridinfer gateway` (SQLite, in-memory cache and queue) on a free port with
     ``config`` as its YAML file and ``flags`` on its command line; yields its base URL and the
@@ -153,6 +158,8 @@ def gateway_process(
     config_file.write_text(yaml.safe_dump({"inference_threads": 1, **settings}))
     env = {k: v for k, v in os.environ.items() if not k.startswith("HYBRIDINFER_")}
     env["HYBRIDINFER_BOOTSTRAP_KEY"] = admin_key
+    if node_token is not None:
+        env["HYBRIDINFER_NODE_TOKEN"] = node_token
     command = [sys.executable, "-m", "hybridinfer", "gateway", "--config", str(config_file)]
     log = data_dir / "gateway.log"
     with log.open("wb") as output:

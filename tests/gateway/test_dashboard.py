@@ -15,7 +15,8 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from tests.conftest import ADMIN_KEY, REPO, auth
+from hybridinfer.catalog import deployment_info
+from tests.conftest import ADMIN_KEY, NODE_TOKEN, REPO, auth
 from tests.peers import gateway_process, require
 
 CHROMIUM = "/usr/bin/chromium"
@@ -66,7 +67,7 @@ def browser(tmp_path: Path) -> Iterator[Any]:
         pytest.skip(message)
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1500"):
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,2100"):
         options.add_argument(argument)
     options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
     service = webdriver.ChromeService(executable_path=CHROMEDRIVER)
@@ -77,29 +78,65 @@ def browser(tmp_path: Path) -> Iterator[Any]:
         driver.quit()
 
 
+ROLLOUT_POLICY = """\
+version: rollout-ui
+rollouts:
+  - task: sentiment
+    model: sentiment-small
+    candidate: "2"
+    percent: 40
+"""
+
+
+def start_rollout(api: httpx.Client, node_url: str, card: dict[str, Any]) -> None:
+    """Register the version-2 node and send 40 % of sentiment traffic to it."""
+    deployment = deployment_info(card).model_dump(mode="json")
+    node = {"id": "edge-v2", "tier": "edge", "zone": "private", "url": node_url}
+    registered = api.post(
+        "/v1/nodes", json={**node, "deployments": [deployment]}, headers=auth(NODE_TOKEN)
+    )
+    assert registered.status_code == 201, registered.text
+    applied = api.post("/v1/policies", json={"policy": ROLLOUT_POLICY})
+    assert applied.status_code == 201, applied.text
+
+
 @pytest.mark.integration
 def test_a_browser_opens_a_recent_request_and_sees_its_decision_and_timings(
-    tmp_path: Path, models_dir: Path, browser: Any
+    tmp_path: Path,
+    models_dir: Path,
+    browser: Any,
+    version_2: tuple[str, dict[str, Any]],
 ) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    with gateway_process(tmp_path / "gw", models_dir, ADMIN_KEY, log_level="warning") as (url, _):
-        with httpx.Client(base_url=url, headers=auth(), timeout=30) as api:
-            for _ in range(4):
-                assert api.post("/v1/infer", json=SENTIMENT).status_code == 200
-            failed = api.post("/v1/infer", json={**SENTIMENT, "options": {"route": "edge"}})
-            assert failed.status_code == 503
-            chosen = api.post("/v1/infer", json=SENTIMENT).json()["request_id"]
-            trace = api.get(f"/v1/traces/{chosen}").json()
+    data_dir = tmp_path / "gw"
+    with (
+        gateway_process(
+            data_dir, models_dir, ADMIN_KEY, node_token=NODE_TOKEN, log_level="warning"
+        ) as (url, _),
+        httpx.Client(base_url=url, headers=auth(), timeout=30) as api,
+    ):
+        start_rollout(api, *version_2)
+        served = [api.post("/v1/infer", json=SENTIMENT).json() for _ in range(12)]
+        failed = api.post("/v1/infer", json={**SENTIMENT, "options": {"route": "cloud"}})
+        assert failed.status_code == 503
+        on_edge = [body for body in served if body["subtasks"][0]["node"] == "edge-v2"]
+        assert on_edge, "the rollout sent nothing to version 2"
+        chosen = on_edge[-1]["request_id"]
+        trace = api.get(f"/v1/traces/{chosen}").json()
         wait = WebDriverWait(browser, 20)
         browser.get(f"{url}/ui")
         browser.find_element(By.ID, "key").send_keys(ADMIN_KEY)
         browser.find_element(By.CSS_SELECTOR, "#key-form button[type=submit]").click()
         row = f'#recent tbody tr[data-id="{chosen}"]'
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, row))
-        assert browser.find_element(By.ID, "requests").text.startswith("6 requests")
-        assert "local" in browser.find_element(By.ID, "nodes").text
+        assert browser.find_element(By.ID, "requests").text.startswith("13 requests")
+        nodes = browser.find_element(By.ID, "nodes").text
+        assert "edge-v2" in nodes
+        assert "local" in nodes
+        rollout = browser.find_element(By.CSS_SELECTOR, "#rollouts .rollout").text
+        assert "sentiment-small → version 2 at 40 %" in rollout
         browser.find_element(By.CSS_SELECTOR, row).click()
         (decision,) = trace["decisions"]
         reason = f'#decisions .decision[data-subtask="{decision["subtask"]}"] .reason'
@@ -108,12 +145,13 @@ def test_a_browser_opens_a_recent_request_and_sees_its_decision_and_timings(
         candidates = browser.find_element(By.CSS_SELECTOR, "#decisions table").text
         for candidate in decision["candidates"]:
             assert candidate["deployment"] in candidates
+        assert "rejected: rollout" in candidates  # version 1 is on the other side of the split
         waterfall = browser.find_element(By.ID, "waterfall")
         for stage in ("decompose", "route", "execute", "aggregate"):
             bar = waterfall.find_element(By.CSS_SELECTOR, f'g[data-stage="{stage}"]')
             assert f"{trace['timings_ms'][stage]:.3f} ms" in bar.text, stage
         assert decision["subtask"] in browser.find_element(By.ID, "plan").text
-        assert "primary" in browser.find_element(By.ID, "attempts").text
+        assert "edge-v2" in browser.find_element(By.ID, "attempts").text
         shot = tmp_path / "ui.png"
         assert browser.save_screenshot(str(shot))
         assert shot.stat().st_size > 10_000

@@ -4,18 +4,12 @@ on a real `hybridinfer node` process; the policy sends a share of the traffic to
 
 from __future__ import annotations
 
-import shutil
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
-import orjson
-import pytest
 from starlette.testclient import TestClient
 
 from hybridinfer.catalog import deployment_info
 from tests.conftest import NODE_TOKEN, auth
-from tests.peers import node_process
 
 MODEL = "sentiment-small"
 POLICY = """\
@@ -27,20 +21,6 @@ rollouts:
     percent: 30
     promote_when: {min_requests: 20, max_latency_ratio: 1000.0, min_quality_delta: -1.0}
 """
-
-
-@pytest.fixture
-def version_2(models_dir: Path, tmp_path: Path) -> Iterator[tuple[str, dict[str, object]]]:
-    """A node process serving sentiment-small as version "2" (the same weights, a new card)."""
-    source = models_dir / MODEL / "1"
-    target = tmp_path / "v2-models" / MODEL / "2"
-    shutil.copytree(source, target)
-    card = orjson.loads((target / "card.json").read_bytes())
-    card["version"] = "2"
-    (target / "card.json").write_bytes(orjson.dumps(card))
-    args = ["--id", "edge-v2", "--tier", "edge", "--zone", "private", "--models", MODEL]
-    with node_process(*args, "--models-dir", str(tmp_path / "v2-models")) as url:
-        yield url, card
 
 
 def _register(client: TestClient, url: str, card: dict[str, object]) -> None:

@@ -88,16 +88,45 @@ async function openTrace(requestId) {
   }
 }
 
+// GET /v1/rollouts: each model rollout of the active policy, both versions' figures.
+function renderRollouts(rollouts) {
+  document.getElementById("rollout-panel").hidden = rollouts.length === 0;
+  const container = clear(document.getElementById("rollouts"));
+  for (const r of rollouts) {
+    const row = (name, version, f) => htmlEl("tr", {}, [
+      htmlEl("td", { text: name }),
+      htmlEl("td", { text: version }),
+      htmlEl("td", { text: String(f.answers) }),
+      htmlEl("td", { text: String(f.errors) }),
+      htmlEl("td", { text: fmt(f.latency_p50_ms, 3) }),
+      htmlEl("td", { text: fmt(f.latency_p95_ms, 3) }),
+      htmlEl("td", { text: fmt(f.mean_confidence, 3) }),
+    ]);
+    const decided = r.decision ? ` · ${r.decision.status || r.status}` : "";
+    container.append(htmlEl("div", { class: "rollout", "data-rollout": r.id }, [
+      htmlEl("strong", { text: `${r.id}: ${r.task} on ${r.model} → version ${r.candidate} at ${r.percent} %` }),
+      htmlEl("small", { text: ` status ${r.status}${decided}` }),
+      htmlEl("table", {}, [
+        htmlEl("thead", {}, [htmlEl("tr", {}, ["", "version", "answers", "errors", "p50 ms", "p95 ms", "mean confidence"].map((t) => htmlEl("th", { text: t })))]),
+        htmlEl("tbody", {}, [row("current", "—", r.baseline), row("candidate", r.candidate, r.candidate_figures)]),
+      ]),
+    ]));
+  }
+}
+
 async function refresh() {
   if (!key()) {
     setStatus("enter an admin API key");
     return;
   }
   try {
-    const [stats, nodes, recent] = await Promise.all([api("/v1/stats"), api("/v1/nodes"), api("/v1/traces?limit=25")]);
+    const [stats, nodes, recent, rollouts] = await Promise.all([
+      api("/v1/stats"), api("/v1/nodes"), api("/v1/traces?limit=25"), api("/v1/rollouts"),
+    ]);
     renderStats(stats);
     renderNodes(nodes.nodes);
     renderRecent(recent.traces);
+    renderRollouts(rollouts.rollouts);
     setStatus(`updated ${new Date().toLocaleTimeString()}`);
   } catch (error) {
     setStatus(String(error.message || error));
