@@ -8,6 +8,7 @@ from hybridinfer.controlplane import ControlPlane
 from hybridinfer.gateway.app import create_app
 from hybridinfer.settings import Settings
 from tests.conftest import ADMIN_KEY, NODE_TOKEN, auth
+from tests.gateway.test_app import register_dead_cloud
 
 BODY = {"task": "sentiment", "inputs": {"text": "fine"}}
 
@@ -88,3 +89,18 @@ def test_unknown_keys_and_bad_bodies_are_refused(client: TestClient) -> None:
     assert client.post("/v1/keys/nope/revoke", headers=auth()).status_code == 404
     bad = client.post("/v1/keys", headers=auth(), json={"name": "", "scopes": []})
     assert bad.status_code == 422
+
+
+def test_a_keys_own_budget_steers_the_router(client: TestClient) -> None:
+    register_dead_cloud(client)  # a paid cloud deployment: 0.001 per call
+    small = client.post("/v1/keys", headers=auth(), json={"name": "b", "budget": 0.0001}).json()
+    verdicts = {}
+    for key in (small["key"], ADMIN_KEY):
+        body = BODY | {"options": {"prefer": "quality"}}
+        answer = client.post("/v1/infer", headers=auth(key), json=body)
+        trace = client.get(f"/v1/traces/{answer.json()['request_id']}", headers=auth()).json()
+        candidates = trace["decisions"][0]["candidates"]
+        cloud = next(c for c in candidates if c["deployment"].startswith("cloud-dead/"))
+        verdicts[key] = cloud.get("rejected_by")
+    assert verdicts[small["key"]] == "budget"  # its own budget leaves no room for one call
+    assert verdicts[ADMIN_KEY] is None  # no budget of its own, none in the policy
