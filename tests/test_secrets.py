@@ -13,6 +13,7 @@ import urllib.parse
 from pathlib import Path
 
 import httpx
+import pytest
 from click.testing import CliRunner
 
 from hybridinfer.cli import main
@@ -55,6 +56,7 @@ def test_the_leak_search_finds_what_it_looks_for() -> None:
     assert not leaks({"key": secret}, {"log": b"key id " + key_id_of(secret).encode()})
 
 
+@pytest.mark.integration
 def test_no_secret_reaches_any_log_or_trace(tmp_path: Path, models_dir: Path) -> None:
     admin_key = "hi_" + secrets.token_urlsafe(32)
     node_token = "nt_" + secrets.token_urlsafe(32)

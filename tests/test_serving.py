@@ -17,6 +17,8 @@ from tests.conftest import ADMIN_KEY
 from tests.gatewayserver import running_gateway
 from tests.peers import free_port
 
+pytestmark = pytest.mark.integration
+
 TIMEOUT_S = 1.0
 
 

@@ -19,6 +19,8 @@ from tests.conftest import ADMIN_KEY, NODE_TOKEN, auth
 from tests.gatewayserver import running_gateway
 from tests.peers import free_port, node_process, require
 
+pytestmark = pytest.mark.integration
+
 REGISTRATION = {"id": "edge-tls", "tier": "edge", "zone": "private", "url": "https://127.0.0.1:9"}
 
 

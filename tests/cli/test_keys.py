@@ -6,12 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+import pytest
 from click.testing import CliRunner
 
 from hybridinfer.cli import main
 from hybridinfer.keys import key_id_of
 from tests.conftest import ADMIN_KEY, auth
 from tests.peers import gateway_process
+
+pytestmark = pytest.mark.integration
 
 BODY = {"task": "sentiment", "inputs": {"text": "fine"}}
 

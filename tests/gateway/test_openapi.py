@@ -119,6 +119,7 @@ def fuzz(operation: Any, gateways: dict[str, str]) -> None:
     call()
 
 
+@pytest.mark.integration
 def test_fuzzed_requests_get_documented_answers(api_schema: Any, gateways: dict[str, str]) -> None:
     failures: list[str] = []
     operations = [result.ok() for result in api_schema.get_all_operations()]

@@ -191,6 +191,7 @@ def _post(gateway: Gateway, path: str, body: dict[str, Any]) -> httpx.Response:
         return client.post(path, json=body)
 
 
+@pytest.mark.integration
 def test_no_canary_reaches_the_public_zone(zone: PublicZone) -> None:
     tasks = set(load_rules(default_rules_path()).tasks)
     assert tasks == set(INPUTS), "a task type was added: give it canary inputs here"
