@@ -58,9 +58,11 @@ class NodeRegistry:
         queue_depth: int = 0,
         memory: float = 0.0,
         memory_bytes: int = 0,
+        models_not_ready: dict[str, str] | None = None,
     ) -> Node:
         """Record a heartbeat and the load it reports; the node is ready again."""
         node = self.get(node_id)
+        node.models_not_ready = dict(models_not_ready or {})
         node.last_heartbeat = self._clock()
         node.load = load
         node.in_flight = in_flight

@@ -84,3 +84,7 @@ class Heartbeat(_Body):
     queue_depth: int = Field(0, ge=0, description="Requests waiting in micro-batch queues.")
     memory: float = Field(0.0, ge=0.0, le=1.0, description="Memory use of the host, 0..1.")
     memory_bytes: int = Field(0, ge=0, description="Resident memory of the node process.")
+    models_not_ready: dict[str, str] = Field(
+        default_factory=dict,
+        description="Models the node should serve but cannot load yet, with the reason.",
+    )

@@ -94,6 +94,8 @@ class Node:
     memory_bytes: int = 0
     """Resident memory of the node process (last heartbeat)."""
     rtt_ms: float = 0.0
+    models_not_ready: dict[str, str] = field(default_factory=dict)
+    """Models the node should serve but cannot load yet, with why (last heartbeat)."""
     last_heartbeat: float = 0.0
     """Monotonic time of the last heartbeat (0 for in-process nodes, which never miss one)."""
 
@@ -111,5 +113,6 @@ class Node:
             "memory": self.memory,
             "memory_bytes": self.memory_bytes,
             "rtt_ms": self.rtt_ms,
+            "models_not_ready": self.models_not_ready,
             "deployments": [deployment.describe() for deployment in self.deployments],
         }

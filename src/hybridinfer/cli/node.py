@@ -20,6 +20,7 @@ from hybridinfer.errors import ConfigError
 from hybridinfer.node.agent import NodeAgent
 from hybridinfer.node.app import create_node_app
 from hybridinfer.node.history import RequestHistory
+from hybridinfer.node.loader import ModelLoader
 from hybridinfer.node.puller import ModelPuller
 from hybridinfer.node.repository import ModelRepository
 from hybridinfer.schemas import Heartbeat, NodeRegistration
@@ -47,14 +48,20 @@ def load_node_settings(config: Path | None, flags: dict[str, Any]) -> NodeSettin
         raise ConfigError(f"invalid node settings: {exc}") from None
 
 
-def build_repository(settings: NodeSettings) -> ModelRepository:
-    """The node's models: those built locally, plus (when pulling) whatever the store has."""
+def built_here(settings: NodeSettings) -> list[str]:
+    """The models to load from ``models_dir``: all of them, or (when pulling) those built
+    here; the others arrive with the first pull."""
     names = settings.models
-    if settings.pull_models:  # models not built here arrive with the first pull
+    if settings.pull_models:
         names = [name for name in names if catalog_versions(settings.models_dir, name)]
+    return names
+
+
+def build_repository(settings: NodeSettings) -> ModelRepository:
+    """An empty repository; ``ModelLoader`` fills it (and retries what fails to load)."""
     return ModelRepository(
-        settings.models_dir,
-        names,
+        None,
+        [],
         settings.threads,
         max_batch_size=settings.max_batch_size,
         max_wait_s=settings.max_batch_wait_us / 1_000_000,
@@ -71,6 +78,7 @@ def measure_load(repository: ModelRepository) -> Heartbeat:
         queue_depth=repository.queue_depth,
         memory=min(psutil.virtual_memory().percent / 100.0, 1.0),
         memory_bytes=psutil.Process().memory_info().rss,
+        models_not_ready=dict(repository.unavailable),
     )
 
 
@@ -92,7 +100,10 @@ def control_plane_tls(settings: NodeSettings) -> ssl.SSLContext | None:
 
 
 def _background(
-    settings: NodeSettings, repository: ModelRepository, history: RequestHistory
+    settings: NodeSettings,
+    repository: ModelRepository,
+    history: RequestHistory,
+    loader: ModelLoader,
 ) -> Callable[[], AbstractAsyncContextManager[None]]:
     token = settings.token.get_secret_value() if settings.token else None
     if settings.control_plane and token is None:
@@ -102,6 +113,7 @@ def _background(
     async def running() -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
             stack.callback(history.save)
+            await stack.enter_async_context(loader.running())
             if settings.control_plane and token is not None and settings.pull_models:
                 puller = ModelPuller(
                     settings.control_plane,
@@ -131,11 +143,13 @@ def _background(
 
 async def serve_node(settings: NodeSettings) -> None:
     repository = build_repository(settings)
+    loader = ModelLoader(repository, settings.models_dir, built_here(settings))
+    await loader.load_all()
     history = RequestHistory(settings.cache_dir / "history.json")
     repository.history = history
     repository.preload(history.most_requested(settings.preload))
     token = settings.token.get_secret_value() if settings.token else None
-    background = _background(settings, repository, history)
+    background = _background(settings, repository, history, loader)
     app = create_node_app(repository, background, token, settings.id, settings.cache_dir)
     server = uvicorn.Server(
         server_config(

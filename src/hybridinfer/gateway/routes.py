@@ -163,6 +163,7 @@ async def heartbeat(request: Request) -> Response:
         queue_depth=beat.queue_depth,
         memory=beat.memory,
         memory_bytes=beat.memory_bytes,
+        models_not_ready=beat.models_not_ready,
     )
     return JSON({"id": node.id, "status": node.status.value})
 

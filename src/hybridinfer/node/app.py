@@ -74,7 +74,13 @@ async def live(request: Request) -> Response:
 
 
 async def ready(request: Request) -> Response:
-    return JSON({"ready": True})
+    """Ready when every configured model serves. While some cannot load, the answer says which
+    and why, still 200 so the node keeps taking work for the others; 503 when none serves."""
+    repository = _repository(request)
+    if not repository.unavailable:
+        return JSON({"ready": True})
+    body = {"ready": False, "models_not_ready": repository.unavailable}
+    return JSON(body, status_code=200 if repository.names() else 503)
 
 
 async def server_metadata(request: Request) -> Response:
@@ -99,7 +105,11 @@ async def repository_index(request: Request) -> Response:
 
 async def model_ready(request: Request) -> Response:
     params = request.path_params
-    model = _repository(request).get(params["name"], params.get("version"))
+    repository = _repository(request)
+    reason = repository.unavailable.get(params["name"])
+    if reason is not None and params.get("version") is None:
+        return JSON({"name": params["name"], "ready": False, "reason": reason}, status_code=503)
+    model = repository.get(params["name"], params.get("version"))
     return JSON({"name": model.name, "ready": True})
 
 

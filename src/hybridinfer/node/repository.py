@@ -54,6 +54,8 @@ class ModelRepository:
         self._versions: dict[str, dict[str, ServedModel]] = {}
         self._active: dict[str, str] = {}
         self.refused: dict[str, dict[str, str]] = {}
+        self.unavailable: dict[str, str] = {}
+        """Models this node should serve but cannot yet, with why (``node/loader.py``)."""
         self.in_flight = 0
         self._closing: set[asyncio.Task[None]] = set()
         self.history: RequestHistory | None = None
