@@ -134,3 +134,29 @@ def test_a_saturated_host_sends_work_elsewhere_and_still_serves_local_only_work(
     assert {r.json()["subtasks"][0]["tier"] for r in kept} == {"local"}
     assert all("busy-local" in r.json()["subtasks"][0]["reason"] for r in moved)
     # (Its release below the threshold is left to the unit tests: this machine is shared.)
+
+
+def test_a_slow_primary_is_hedged_to_the_next_deployment(
+    launch: Launch, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    running = start(launch, monkeypatch, probe_interval_s="3600", hedge_delay_ms="50")
+    with running.client() as client:
+        # No placement rules: prefer=quality alone puts the cloud model first, local second.
+        applied = client.post("/v1/policies", json={"policy": "version: plain-hedge\n"})
+        assert applied.status_code == 201, applied.text
+        set_faults(running, delay_ms=600.0)
+        body = {"task": "sentiment", "inputs": {"text": "fine"}, "options": {"prefer": "quality"}}
+        plain = client.post("/v1/infer", json=body)
+        hedged = client.post(
+            "/v1/infer", json={**body, "options": {**body["options"], "hedge": True}}
+        )
+        assert plain.status_code == hedged.status_code == 200, (plain.text, hedged.text)
+        assert plain.json()["subtasks"][0]["tier"] == "cloud"
+        assert plain.json()["timings_ms"]["execute"] >= 600.0
+        assert hedged.json()["subtasks"][0]["tier"] == "local"
+        assert hedged.json()["timings_ms"]["execute"] < 400.0
+        trace = client.get(f"/v1/traces/{hedged.json()['request_id']}").json()
+    assert [(a["node"], a["role"], a["status"]) for a in trace["attempts"]] == [
+        ("cloud-1", "primary", "cancelled"),
+        ("local", "hedge", "ok"),
+    ]
