@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from hybridinfer.logs import REQUEST_ID, configure_logging
+from hybridinfer.logs import REQUEST_ID, configure_logging, request_context
 from hybridinfer.tracecontext import CURRENT, new_context
 from tests.conftest import ADMIN_KEY, auth
 from tests.peers import gateway_process
@@ -99,3 +99,19 @@ def test_a_gateway_process_logs_a_json_access_line_with_the_request_id(
     not_found = [line for line in lines if line.get("message") == "GET /v1/nope 404"]
     assert not_found
     assert not_found[0]["request_id"] == missing.headers["x-request-id"]
+
+
+def test_a_request_context_stamps_its_lines_and_joins_the_callers_trace(
+    captured: io.StringIO,
+) -> None:
+    configure_logging("info", "json", captured)
+    log = logging.getLogger("hybridinfer.test")
+    caller = "4bf92f3577b34da6a3ce929d0e0e4736"
+    with request_context("task-7", f"00-{caller}-00f067aa0ba902b7-01") as context:
+        log.info("running")
+        assert CURRENT.get() is context
+    log.info("done")
+    running, done = (json.loads(line) for line in captured.getvalue().splitlines())
+    assert (running["request_id"], running["trace_id"]) == ("task-7", caller)
+    assert "request_id" not in done
+    assert CURRENT.get() is None

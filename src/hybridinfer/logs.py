@@ -10,18 +10,36 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any, Literal, TextIO
 
 import orjson
 
-from hybridinfer.tracecontext import CURRENT
+from hybridinfer.tracecontext import CURRENT, TraceContext, new_context
 
 REQUEST_ID: ContextVar[str | None] = ContextVar("hybridinfer_request_id", default=None)
 """The id of the request being served (set by the gateway's request-id middleware)."""
 
 LogFormat = Literal["json", "text"]
+
+
+@contextmanager
+def request_context(request_id: str, traceparent: str | None = None) -> Iterator[TraceContext]:
+    """Serve one request (an HTTP call, an async task) inside this block: its log lines carry
+    ``request_id`` and its trace id; it joins the caller's trace when ``traceparent`` is valid;
+    HTTP backends forward the trace to nodes."""
+    context = new_context(traceparent)
+    request_token = REQUEST_ID.set(request_id)
+    context_token = CURRENT.set(context)
+    try:
+        yield context
+    finally:
+        CURRENT.reset(context_token)
+        REQUEST_ID.reset(request_token)
+
 
 # Attributes every LogRecord has; anything else on a record came from ``extra=``.
 _STANDARD = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {

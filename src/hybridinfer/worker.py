@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from hybridinfer.errors import HybridInferError
+from hybridinfer.logs import request_context
 from hybridinfer.pipeline import Pipeline
 from hybridinfer.queue.base import Delivery, QueueUnavailable, WorkQueue
 from hybridinfer.schemas import InferRequest
@@ -131,7 +132,8 @@ class TaskWorker:
             self.counts.duplicates += 1
             await delivery.ack()
             return
-        await self._run(delivery, task_id, message.get("key_id"), request)
+        with request_context(task_id):  # the task's log lines carry its id
+            await self._run(delivery, task_id, message.get("key_id"), request)
 
     async def _run(
         self, delivery: Delivery, task_id: str, key_id: str | None, request: InferRequest

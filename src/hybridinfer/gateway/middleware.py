@@ -12,9 +12,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from hybridinfer.errors import HybridInferError, Unauthorized
 from hybridinfer.gateway.responses import error_response, valid_request_id
 from hybridinfer.keys import KeyRing, Principal
-from hybridinfer.logs import REQUEST_ID
+from hybridinfer.logs import request_context
 from hybridinfer.ratelimit import RateLimiter
-from hybridinfer.tracecontext import CURRENT, new_context
 
 log = logging.getLogger("hybridinfer.gateway")
 access_log = logging.getLogger("hybridinfer.access")
@@ -57,13 +56,8 @@ class RequestIdMiddleware:
                 message["headers"] = [*message.get("headers", []), (b"x-request-id", encoded)]
             await send(message)
 
-        request_token = REQUEST_ID.set(request_id)
-        context_token = CURRENT.set(new_context(_header(scope, b"traceparent")))
-        try:
+        with request_context(request_id, _header(scope, b"traceparent")):
             await self.app(scope, receive, send_with_id)
-        finally:
-            CURRENT.reset(context_token)
-            REQUEST_ID.reset(request_token)
 
 
 QUIET_PATHS = frozenset({"/healthz", "/readyz"})
