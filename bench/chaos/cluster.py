@@ -2,7 +2,8 @@
 namespaces, each node registering with the URL of its own veth address.
 
 Processes run under ``setpriv --pdeathsig`` (they die with the process that started them, even
-on SIGKILL); logs go to files in the work directory so a failing scenario can show them.
+on SIGKILL; the signal follows the starting *thread*, so start them from the main thread); logs
+go to files in the work directory so a failing scenario can show them.
 """
 
 from __future__ import annotations

@@ -30,11 +30,18 @@ async def test_slow_cloud_link_moves_latency_sensitive_work_local_within_3s(
 ) -> None:
     assert cluster.gateway is not None
     load = Load(cluster.gateway.url, uncertain_sentiment(), RATE)
-    outcomes, fault_at = await with_fault(load, 12.0, 3.0, lambda: cloud.link.impair(200.0))
+    local = NodeWatch(cluster, "local", load.clock)
+    outcomes, fault_at = await watched(local, load, 12.0, 3.0, lambda: cloud.link.impair(200.0))
+
+    def runs_local(outcome: Outcome) -> bool:
+        """On the local tier, or, while the host CPU holds local admission limited (the
+        mechanism of scenario 7), spilled to the edge node: never on the slow link."""
+        spilled = outcome.tier == "edge" and local.saturated(outcome.sent_s)
+        return outcome.ok and (outcome.tier == "local" or spilled)
 
     before = [o for o in outcomes if o.sent_s < fault_at]
     assert any(on_cloud(o) for o in before), "no sentiment request ran on the cloud before"
-    reroute = settled_after(outcomes, fault_at, lambda o: o.ok and o.tier == "local")
+    reroute = settled_after(outcomes, fault_at, runs_local)
     shifted = [o for o in outcomes if reroute is not None and o.sent_s >= fault_at + reroute]
     p99_after = percentile([o.latency_ms for o in shifted if o.ok], 99)
     row = Row.of(
@@ -43,12 +50,14 @@ async def test_slow_cloud_link_moves_latency_sensitive_work_local_within_3s(
         reroute,
         p99_after_shift_ms=p99_after,
         off_cloud_s=settled_after(outcomes, fault_at, lambda o: o.ok and o.tier != "cloud"),
+        on_local_tier_s=settled_after(outcomes, fault_at, lambda o: o.ok and o.tier == "local"),
+        spilled_to_edge=sum(o.tier == "edge" for o in outcomes if o.sent_s >= fault_at),
         requests_after_shift=len(shifted),
         cloud_before=sum(on_cloud(o) for o in before),
     )
     record(row, network.impairment)
     assert reroute is not None, f"sentiment still ran off the local tier at the end: {row}"
-    late = [o for o in outcomes if o.sent_s >= fault_at + 3.0 and o.tier != "local"]
+    late = [o for o in outcomes if o.sent_s >= fault_at + 3.0 and not runs_local(o)]
     assert reroute <= 3.0, (row, late[:10])
     assert len(shifted) >= 100, row
     assert all(o.ok for o in shifted), row
@@ -62,7 +71,7 @@ async def test_cut_cloud_link_fails_no_request_with_a_local_path_and_opens_the_b
     bodies = uncertain_sentiment() + [digits(i) for i in range(8)]
     load = Load(cluster.gateway.url, bodies, RATE)
     watch = NodeWatch(cluster, "cloud-1", load.clock)
-    outcomes, fault_at = await watched(watch, load, 12.0, 4.0, cloud.link.cut)
+    outcomes, fault_at = await watched(watch, load, 9.0, 3.0, cloud.link.cut)
 
     breaker_open = watch.first(fault_at, lambda s: "open" in s.breakers)
     node_down = watch.first(fault_at, lambda s: s.status == "down")
@@ -96,7 +105,7 @@ async def test_restored_cloud_link_takes_traffic_back_within_10s(
         cloud.link.restore()
         restored.append(load.clock())
 
-    outcomes, _ = await watched(watch, load, 18.0, 3.0, cut_then_restore)
+    outcomes, _ = await watched(watch, load, 16.0, 2.0, cut_then_restore)
     restored_at = restored[0]
     back = first_after(outcomes, restored_at, lambda o: o.ok and on_cloud(o))
     half_open = watch.first(restored_at, lambda s: "half_open" in s.breakers)

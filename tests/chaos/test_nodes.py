@@ -22,7 +22,7 @@ async def test_sigkilled_edge_node_moves_traffic_to_other_tiers_at_the_same_erro
     assert cluster.gateway is not None
     bodies = [digits(i) for i in range(8)] + uncertain_sentiment()[:4]
     load = Load(cluster.gateway.url, bodies, 20.0)
-    outcomes, kill_at = await with_fault(load, 12.0, 4.0, cluster.processes["edge-1"].kill)
+    outcomes, kill_at = await with_fault(load, 9.0, 3.0, cluster.processes["edge-1"].kill)
 
     before = [o for o in outcomes if o.sent_s < kill_at]
     after = [o for o in outcomes if o.sent_s >= kill_at]

@@ -98,6 +98,18 @@ class NodeWatch:
                         self.samples.append(sample)
                 await asyncio.sleep(0.05)
 
+    def saturated(self, at_s: float, on: float = 0.9, off: float = 0.8) -> bool:
+        """Whether the gateway held the node's admission limited at ``at_s``: its load
+        reached ``on`` (``local_cpu_saturated``) and had not yet fallen below ``off`` (0.1
+        lower). The sample just after ``at_s`` counts too (the poll lags by up to 50 ms)."""
+        state, states = False, []
+        for sample in self.samples:
+            state = sample.load >= on or (state and sample.load >= off)
+            states.append((sample.at_s, state))
+        before = [held for when, held in states if when <= at_s]
+        after = [held for when, held in states if when > at_s][:1]
+        return any(before[-1:] + after)
+
     def first(self, since_s: float, check: Callable[[Sample], bool]) -> float | None:
         """Seconds from ``since_s`` to the first sample that passes ``check``."""
         for sample in self.samples:
