@@ -115,6 +115,7 @@ def server_config(
         http=protocol,
         log_level="warning",
         access_log=False,
+        log_config=None,  # uvicorn's loggers go through the process's handler (logs.py)
         **server_options(tls_cert_file, tls_key_file, tls_ca_file, require_client_cert),
         **options,
     )

@@ -56,7 +56,6 @@ async def serve_gateway(settings: Settings, cloud_node: list[str] | None = None)
         tls_ca_file=settings.tls_ca_file if settings.node_mtls else None,
         lifespan="on",
         timeout_graceful_shutdown=5,
-        log_config=None,  # uvicorn's loggers go through ours (cli/output.py)
     )
     server = GracefulServer(config)
     child: Supervised | None = None
