@@ -107,7 +107,7 @@ function drawWaterfall(svg, trace) {
       }
     }
   }
-  const labelW = 190, width = 800, rowH = 18, chartW = width - labelW - 70;
+  const labelW = 190, width = 800, rowH = 18, chartW = width - labelW - 95;
   svg.setAttribute("viewBox", `0 0 ${width} ${rows.length * rowH + 4}`);
   svg.setAttribute("height", rows.length * rowH + 4);
   rows.forEach((row, index) => {
@@ -116,7 +116,7 @@ function drawWaterfall(svg, trace) {
     group.append(svgEl("text", { x: 0, y: y + 12 }, row.label));
     const x = labelW + (row.start / total) * chartW;
     group.append(svgEl("rect", { x, y: y + 2, width: Math.max(1, (row.ms / total) * chartW), height: rowH - 5, class: `bar ${row.kind}` }));
-    group.append(svgEl("text", { x: Math.min(x + Math.max(1, (row.ms / total) * chartW) + 4, width - 66), y: y + 12, class: "ms" }, `${fmt(row.ms, 3)} ms`));
+    group.append(svgEl("text", { x: Math.min(x + Math.max(1, (row.ms / total) * chartW) + 4, width - 90), y: y + 12, class: "ms" }, `${fmt(row.ms, 3)} ms`));
     svg.append(group);
   });
 }
