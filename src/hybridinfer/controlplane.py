@@ -26,6 +26,7 @@ from hybridinfer.execute.executor import Admission, Executor
 from hybridinfer.execute.hedge import HedgePolicy
 from hybridinfer.execute.retry import Retries
 from hybridinfer.execute.streaming import StreamExecutor
+from hybridinfer.gateway.shedding import GatewayLoad
 from hybridinfer.keys import KeyRing, generate_key
 from hybridinfer.modelstore import ModelStore
 from hybridinfer.objectstore import open_store
@@ -141,6 +142,12 @@ class ControlPlane:
                 settings.attempt_timeout_ms / 1000.0 or None,
             ),
             hedging=HedgePolicy(settings.hedge_delay_ms, settings.hedge_below_latency_ms),
+        )
+        self.gateway_load = GatewayLoad(
+            settings.shed_max_in_flight,
+            settings.shed_max_queued,
+            settings.shed_max_wait_ms / 1000.0,
+            settings.shed_retry_after_s,
         )
         self.local_cpu = LocalCpu(
             [self.local_node, self.steps_node],

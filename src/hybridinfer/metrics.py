@@ -111,6 +111,7 @@ class PlaneCollector(Collector):
         plane = self._plane
         yield from self._nodes(plane)
         yield from self._counters(plane)
+        yield from self._admission(plane)
         budget = plane.ledger.state(None, plane.policies.current().policy.budget)
         yield GaugeMetricFamily(
             "hybridinfer_budget_spent", "Spend in the current budget period.", budget.spent_global
@@ -175,6 +176,40 @@ class PlaneCollector(Collector):
         for outcome in ("completed", "failed", "retried", "dead_lettered", "duplicates"):
             tasks.add_metric([outcome], getattr(counts, outcome))
         yield tasks
+
+    def _admission(self, plane: ControlPlane) -> Iterator[Metric]:
+        """Load shedding and admission: the gateway's and each node's slots, queue, refusals."""
+        load = plane.gateway_load
+        yield GaugeMetricFamily(
+            "hybridinfer_gateway_in_flight", "Inference requests running.", load.in_flight
+        )
+        yield GaugeMetricFamily(
+            "hybridinfer_gateway_queued", "Inference requests waiting for a slot.", load.queued
+        )
+        overloaded = CounterMetricFamily(
+            "hybridinfer_overloaded",
+            "Refused with 503 overloaded (gateway) or node_saturated (a node's admission).",
+            labels=["where"],
+        )
+        overloaded.add_metric(["gateway"], load.shed)
+        waiting = GaugeMetricFamily(
+            "hybridinfer_admission_waiting", "Calls waiting for a node slot.", labels=["node"]
+        )
+        limit = GaugeMetricFamily(
+            "hybridinfer_admission_limit",
+            "Calls a node may run at once (lower while the host CPU is saturated).",
+            labels=["node"],
+        )
+        for node_id, limiter in plane.executor.limiters().items():
+            overloaded.add_metric([node_id], limiter.shed)
+            waiting.add_metric([node_id], limiter.waiting)
+            limit.add_metric([node_id], limiter.limit)
+        yield from (overloaded, waiting, limit)
+        yield GaugeMetricFamily(
+            "hybridinfer_local_cpu",
+            "Smoothed CPU use of the gateway's host, 0..1.",
+            plane.local_cpu.cpu,
+        )
 
 
 class Metrics:

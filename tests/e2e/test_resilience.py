@@ -102,6 +102,10 @@ def test_past_the_gateway_bounds_requests_get_503_with_retry_after(
             assert response.json()["error"]["code"] == "overloaded"
     with running.client() as client:  # health and node views are never shed
         assert client.get("/readyz").status_code == 200
+        metrics = client.get("/metrics").text
+    shed = statuses.count(503)
+    assert f'hybridinfer_overloaded_total{{where="gateway"}} {shed:.1f}' in metrics
+    assert "hybridinfer_gateway_in_flight 0.0" in metrics
 
 
 def local_load(running: Running) -> float:

@@ -74,6 +74,7 @@ async def test_past_the_queue_bound_a_call_is_shed_with_retry_after() -> None:
     assert shed.value.error_code == "node_saturated"
     assert shed.value.headers() == {"Retry-After": "3"}
     assert limiter.waiting == 2  # the shed call left no trace in the queue
+    assert limiter.shed == 1
     gate.set()
     await asyncio.gather(*held)
     assert (limiter.in_flight, limiter.waiting) == (0, 0)

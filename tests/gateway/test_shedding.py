@@ -1,4 +1,4 @@
-"""Load shedding: a fake app for the bounds; a real gateway and node for the 503s."""
+"""Load shedding's bounds on a fake app (the real gateway's 503s: tests/e2e/test_resilience.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from starlette.types import Message, Receive, Scope, Send
 
 from hybridinfer.errors import Overloaded
-from hybridinfer.gateway.shedding import LoadShedder
+from hybridinfer.gateway.shedding import GatewayLoad, LoadShedder
 
 
 class Blocking:
@@ -45,34 +45,36 @@ async def call(shedder: LoadShedder, scope: dict[str, Any]) -> int:
 
 async def test_past_running_and_waiting_bounds_requests_are_shed() -> None:
     app = Blocking()
-    shedder = LoadShedder(app, max_in_flight=2, max_queued=3, max_wait_s=5.0, retry_after_s=2.0)
+    load = GatewayLoad(max_in_flight=2, max_queued=3, max_wait_s=5.0, retry_after_s=2.0)
+    shedder = LoadShedder(app, load)
     admitted = [asyncio.create_task(call(shedder, http())) for _ in range(5)]
     await asyncio.sleep(0.01)
-    assert (shedder.in_flight, shedder.queued, app.started) == (2, 3, 2)
+    assert (load.in_flight, load.queued, app.started) == (2, 3, 2)
     with pytest.raises(Overloaded) as shed:
         await call(shedder, http())
     assert shed.value.status_code == 503
     assert shed.value.headers() == {"Retry-After": "2"}
     app.release.set()
     assert await asyncio.gather(*admitted) == [200] * 5
-    assert (shedder.in_flight, shedder.queued, shedder.shed) == (0, 0, 1)
+    assert (load.in_flight, load.queued, load.shed) == (0, 0, 1)
 
 
 async def test_a_request_waits_at_most_max_wait() -> None:
     app = Blocking()
-    shedder = LoadShedder(app, max_in_flight=1, max_queued=10, max_wait_s=0.05)
+    load = GatewayLoad(max_in_flight=1, max_queued=10, max_wait_s=0.05)
+    shedder = LoadShedder(app, load)
     running = asyncio.create_task(call(shedder, http()))
     await asyncio.sleep(0)
     with pytest.raises(Overloaded, match=r"within 0\.05 s"):
         await call(shedder, http())
-    assert shedder.queued == 0
+    assert load.queued == 0
     app.release.set()
     assert await running == 200
 
 
 async def test_health_nodes_and_reads_are_never_shed() -> None:
     app = Blocking()
-    shedder = LoadShedder(app, max_in_flight=1, max_queued=0, max_wait_s=0.01)
+    shedder = LoadShedder(app, GatewayLoad(max_in_flight=1, max_queued=0, max_wait_s=0.01))
     running = asyncio.create_task(call(shedder, http()))
     await asyncio.sleep(0)
     others = [

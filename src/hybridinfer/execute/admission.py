@@ -38,6 +38,8 @@ class PriorityLimiter:
         self._in_flight = 0
         self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
+        self.shed = 0
+        """Calls refused (queue full, or busy and told not to wait)."""
 
     @property
     def in_flight(self) -> int:
@@ -73,6 +75,7 @@ class PriorityLimiter:
             self._release()
 
     def _shed(self, why: str) -> Overloaded:
+        self.shed += 1
         return Overloaded(
             f"{self._name} is saturated: {why}",
             retry_after_s=self._retry_after_s,

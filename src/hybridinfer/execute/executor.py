@@ -95,6 +95,10 @@ class Executor:
         self._admission = admission or Admission()
         self._limiters: dict[str, PriorityLimiter] = {}
 
+    def limiters(self) -> dict[str, PriorityLimiter]:
+        """Every node's limiter created so far, by node id."""
+        return dict(self._limiters)
+
     def limiter(self, node_id: str) -> PriorityLimiter:
         """The admission limiter of one node (created on first use)."""
         limiter = self._limiters.get(node_id)

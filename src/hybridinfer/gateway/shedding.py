@@ -19,18 +19,16 @@ from hybridinfer.errors import Overloaded
 SHED_PATHS = frozenset({"/v1/infer", "/v1/tasks", "/v1/chat/completions", "/v1/embeddings"})
 
 
-class LoadShedder:
-    """Counts inference requests in flight and waiting; refuses past the bounds."""
+class GatewayLoad:
+    """The gateway's inference slots and waiting line, with counts ``/metrics`` reads."""
 
     def __init__(
         self,
-        app: ASGIApp,
         max_in_flight: int,
         max_queued: int,
         max_wait_s: float = 1.0,
         retry_after_s: float = 1.0,
     ) -> None:
-        self.app = app
         self._slots = asyncio.Semaphore(max_in_flight)
         self._max_queued = max_queued
         self._max_wait_s = max_wait_s
@@ -39,24 +37,15 @@ class LoadShedder:
         self.queued = 0
         self.shed = 0
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not (
-            scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in SHED_PATHS
-        ):
-            await self.app(scope, receive, send)
-            return
-        await self._enter()
-        self.in_flight += 1
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            self.in_flight -= 1
-            self._slots.release()
-
-    async def _enter(self) -> None:
+    async def enter(self) -> None:
+        """Take a slot, waiting in line if there is room; Overloaded otherwise."""
         if not self._slots.locked():
             await self._slots.acquire()  # a free slot: no wait
-            return
+        else:
+            await self._wait()
+        self.in_flight += 1
+
+    async def _wait(self) -> None:
         if self.queued >= self._max_queued:
             raise self._refuse(f"{self.queued} requests are already waiting")
         self.queued += 1
@@ -68,6 +57,30 @@ class LoadShedder:
         finally:
             self.queued -= 1
 
+    def leave(self) -> None:
+        self.in_flight -= 1
+        self._slots.release()
+
     def _refuse(self, why: str) -> Overloaded:
         self.shed += 1
         return Overloaded(f"the gateway is overloaded: {why}", retry_after_s=self._retry_after_s)
+
+
+class LoadShedder:
+    """ASGI middleware: inference requests pass through ``load``; everything else freely."""
+
+    def __init__(self, app: ASGIApp, load: GatewayLoad) -> None:
+        self.app = app
+        self._load = load
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not (
+            scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in SHED_PATHS
+        ):
+            await self.app(scope, receive, send)
+            return
+        await self._load.enter()
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self._load.leave()
