@@ -53,6 +53,10 @@ async def test_slow_cloud_link_moves_latency_sensitive_work_local_within_3s(
         on_local_tier_s=settled_after(outcomes, fault_at, lambda o: o.ok and o.tier == "local"),
         spilled_to_edge=sum(o.tier == "edge" for o in outcomes if o.sent_s >= fault_at),
         requests_after_shift=len(shifted),
+        slowest_after_shift=[
+            f"{o.latency_ms:.0f} ms {o.tier}"
+            for o in sorted(shifted, key=lambda o: o.latency_ms)[-3:]
+        ],
         cloud_before=sum(on_cloud(o) for o in before),
     )
     record(row, network.impairment)
