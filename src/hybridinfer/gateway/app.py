@@ -36,6 +36,7 @@ from hybridinfer.gateway.rules import RULE_ROUTES
 from hybridinfer.gateway.shedding import LoadShedder
 from hybridinfer.gateway.tasks import TASK_ROUTES
 from hybridinfer.metrics import Metrics
+from hybridinfer.stats import TrafficWindow
 
 
 class MethodNotAllowed(HybridInferError):
@@ -102,4 +103,6 @@ def create_app(
     app.state.control_plane = plane
     app.state.metrics = metrics = Metrics(plane)
     plane.traces.observers.append(metrics.requests.record)
+    app.state.traffic = traffic = TrafficWindow()  # the dashboard's counts (GET /v1/stats)
+    plane.traces.observers.append(traffic.record)
     return app

@@ -1,6 +1,8 @@
 """The dashboard: ``GET /ui`` (a static page shipped in the package, no CDN) and the
 ``GET /v1/stats`` summary it polls.
 
+``create_app`` feeds a ``TrafficWindow`` from every finished trace (``app.state.traffic``).
+
 The page and its static files are public: they hold no data. The page asks for an API key
 once, keeps it in the tab's ``sessionStorage`` and sends it as a bearer token to the JSON APIs
 (``/v1/stats``, ``/v1/traces``, ``/v1/nodes``), which need the admin scope as always.
@@ -8,7 +10,6 @@ once, keeps it in the tab's ``sessionStorage`` and sends it as a bearer token to
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from starlette.requests import Request
@@ -18,7 +19,7 @@ from starlette.staticfiles import StaticFiles
 
 from hybridinfer.gateway.responses import JSON
 from hybridinfer.gateway.routes import plane_of, requires
-from hybridinfer.stats import summarise_traffic
+from hybridinfer.stats import TrafficWindow, latency_percentiles
 
 STATIC = Path(__file__).resolve().parent / "static"
 
@@ -37,7 +38,11 @@ async def page(request: Request) -> Response:
 @requires("admin")
 async def stats(request: Request) -> Response:
     plane = plane_of(request)
-    body = summarise_traffic(plane.traces.latest(), time.time())
+    traffic: TrafficWindow = request.app.state.traffic
+    body = traffic.summary()
+    recent = plane.traces.latest()
+    body["latency_ms"] = latency_percentiles(recent)
+    body["latency_of_last"] = len(recent)
     budget = plane.ledger.state(None, plane.policies.current().policy.budget)
     body["spend"] = {"spent": budget.spent_global, "limit": budget.limit_global}
     telemetry = plane.telemetry

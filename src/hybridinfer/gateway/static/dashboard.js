@@ -27,6 +27,7 @@ function renderStats(stats) {
   document.getElementById("requests").textContent = `${stats.requests} requests in ${stats.window_s / 60} min`;
   document.getElementById("cloud-share").textContent = `${fmt(stats.cloud_share * 100, 1)} %`;
   document.getElementById("latency").textContent = `${fmt(total.p50, 1)} / ${fmt(total.p99, 1)}`;
+  document.getElementById("latency-of").textContent = `total, ms, last ${stats.latency_of_last} requests`;
   document.getElementById("spend").textContent = fmt(stats.spend.spent, 4);
   document.getElementById("budget").textContent = stats.spend.limit ? `of ${fmt(stats.spend.limit, 4)} this period` : "no budget limit";
   document.getElementById("errors").textContent = String(stats.status.error || 0);
