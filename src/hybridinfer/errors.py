@@ -22,7 +22,7 @@ machine-readable ``code``. One handler (``gateway.middleware.ErrorMiddleware``) 
     ├── UpstreamError (502 upstream_failed)
     │   ├── UpstreamUnavailable (502 upstream_unavailable)
     │   └── UpstreamRejected (502 upstream_rejected)
-    ├── NoCapacity (503 no_capacity)
+    ├── NoCapacity (503 no_capacity; Retry-After when it passes by itself)
     │   └── Overloaded (503 overloaded, Retry-After)
     ├── DeadlineExceeded (504 deadline_exceeded)
     └── ConfigError (500 invalid_config; raised at start-up, never per request)
@@ -150,8 +150,22 @@ class UpstreamRejected(UpstreamError):
 
 
 class NoCapacity(HybridInferError):
+    """Nothing can take the request now; with ``retry_after_s`` (the obstacle passes by itself,
+    e.g. an open breaker's cool-down) the answer carries ``Retry-After``."""
+
     status_code = 503
     code = "no_capacity"
+
+    def __init__(
+        self, message: str, *, code: str | None = None, retry_after_s: float | None = None
+    ) -> None:
+        super().__init__(message, code=code)
+        self.retry_after_s = retry_after_s
+
+    def headers(self) -> dict[str, str]:
+        if self.retry_after_s is None:
+            return {}
+        return {"Retry-After": str(max(1, round(self.retry_after_s)))}
 
 
 class Overloaded(NoCapacity):
@@ -160,11 +174,7 @@ class Overloaded(NoCapacity):
     code = "overloaded"
 
     def __init__(self, message: str, *, retry_after_s: float, code: str | None = None) -> None:
-        super().__init__(message, code=code)
-        self.retry_after_s = retry_after_s
-
-    def headers(self) -> dict[str, str]:
-        return {"Retry-After": str(max(1, round(self.retry_after_s)))}
+        super().__init__(message, code=code, retry_after_s=retry_after_s)
 
 
 class DeadlineExceeded(HybridInferError):

@@ -147,3 +147,16 @@ def test_latency_slo_rejects_slow_candidates() -> None:
     assert decision.chosen.node.id == "edge-1"
     cloud = next(c for c in decision.candidates if c.node.id == "cloud-1")
     assert cloud.rejected_by == "latency_slo"
+
+
+def test_nothing_placeable_for_now_asks_to_retry_after_and_a_missing_capability_does_not() -> None:
+    registry = hybrid_registry()
+    for node_ in registry.nodes():
+        node_.status = NodeStatus.DOWN
+    with pytest.raises(NoCapacity) as down:
+        decide(router(registry), subtask(), RouteOptions())
+    assert down.value.headers() == {"Retry-After": "1"}
+    odd = Subtask(id="x", capability="speech", task=None, inputs={})
+    with pytest.raises(NoCapacity) as missing:
+        decide(router(), odd, RouteOptions())
+    assert missing.value.headers() == {}

@@ -23,6 +23,11 @@ from hybridinfer.topology import Deployment, Node, NodeStatus, Zone
 _LATENCY_TOLERANCE_MS = 1.0
 _COST_TOLERANCE = 1e-9
 _QUALITY_TOLERANCE = 0.002
+PASSING_REJECTIONS = frozenset({"breaker", "health"})
+"""Rejections that pass by themselves (a breaker's cool-down, a node's next good probe): a
+request nothing could take for these reasons is answered 503 with ``Retry-After``."""
+RETRY_AFTER_S = 1.0
+"""The breaker's first open period and the probe interval, by default."""
 
 
 class PolicyDenied(Forbidden):
@@ -320,7 +325,11 @@ class Router:
                 f"zone; no private-zone deployment can serve route={options.route}"
             )
         reasons = sorted({f"{c.deployment.id}: {c.detail}" for c in candidates})
-        return NoCapacity(f"no deployment can serve {wanted} now ({'; '.join(reasons)})")
+        passing = any(c.rejected_by in PASSING_REJECTIONS for c in candidates)
+        return NoCapacity(
+            f"no deployment can serve {wanted} now ({'; '.join(reasons)})",
+            retry_after_s=RETRY_AFTER_S if passing else None,
+        )
 
     @staticmethod
     def _reason(
