@@ -15,7 +15,11 @@ from opentelemetry.trace import StatusCode
 from hybridinfer.controlplane import ControlPlane
 from hybridinfer.gateway.app import create_app
 from hybridinfer.settings import Settings
+from hybridinfer.topology import Tier, Zone
 from tests.conftest import auth
+from tests.fakes import deployment, node
+from tests.peers import serve_asgi
+from tests.test_tracecontext import recording_node
 
 CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 CALLER_SPAN = "00f067aa0ba902b7"
@@ -147,3 +151,31 @@ async def test_without_a_caller_ok_requests_follow_the_ratio_and_failures_always
     roots = [s for s in exported(plane) if s.name == "gateway"]
     statuses = sorted(str((s.attributes or {})["hybridinfer.status"]) for s in roots)
     assert statuses == (["error"] if sample_ratio == 0.0 else ["error", *["ok"] * 5])
+
+
+async def test_a_retry_is_a_second_attempt_span_with_its_try_number(
+    traced: tuple[ControlPlane, httpx.AsyncClient],
+) -> None:
+    plane, client = traced
+    seen: list[dict[str, str]] = []
+    with serve_asgi(recording_node(seen, failures=1)) as url:
+        edge = node(
+            "edge-1", Tier.EDGE, Zone.PRIVATE, deployment("edge-1", "m", quality=0.9, latency_ms=5)
+        )
+        edge.url = url
+        plane.registry.add(edge)
+        body = {"task": "sentiment", "inputs": {"text": "hi"}, "options": {"route": "edge"}}
+        headers = {**auth(), "traceparent": f"00-{CALLER_TRACE}-{CALLER_SPAN}-01"}
+        response = await client.post("/v1/infer", json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    assert len(seen) == 2
+    first, second = sorted(
+        (s for s in exported(plane) if s.name == "attempt primary"), key=lambda s: s.start_time or 0
+    )
+    assert first.status.status_code is StatusCode.ERROR
+    assert (first.attributes or {})["hybridinfer.status"] == "error"
+    assert "hybridinfer.try" not in (first.attributes or {})
+    assert (second.attributes or {})["hybridinfer.try"] == 2
+    assert (second.attributes or {})["hybridinfer.status"] == "ok"
+    assert second.status.status_code is StatusCode.UNSET
+    assert first.parent == second.parent  # both under the subtask's span

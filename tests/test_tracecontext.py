@@ -58,14 +58,17 @@ def test_a_new_context_joins_the_callers_trace_with_a_span_of_its_own() -> None:
     assert fresh.trace_id != joined.trace_id
 
 
-def recording_node(seen: list[dict[str, str]]) -> Starlette:
-    """A V2 node that answers a three-class probability and keeps each call's headers."""
+def recording_node(seen: list[dict[str, str]], failures: int = 0) -> Starlette:
+    """A V2 node that answers a three-class probability and keeps each call's headers; its
+    first ``failures`` calls answer 503."""
 
     async def ready(request: Request) -> JSONResponse:
         return JSONResponse({})
 
     async def infer(request: Request) -> JSONResponse:
         seen.append(dict(request.headers))
+        if len(seen) <= failures:
+            return JSONResponse({"error": "warming up"}, status_code=503)
         output: dict[str, Any] = {
             "name": "probabilities",
             "datatype": "FP32",

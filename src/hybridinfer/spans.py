@@ -137,6 +137,9 @@ class SpanWriter:
             "hybridinfer.role": attempt.role,
             "hybridinfer.status": attempt.status,
         }
+        if attempt.number > 1:  # a retry on the same deployment, after a backoff
+            attributes["hybridinfer.try"] = attempt.number
+            attributes["hybridinfer.wait_ms"] = round(attempt.wait_ms, 3)
         if attempt.confidence is not None:
             attributes["hybridinfer.confidence"] = attempt.confidence
         if attempt.error_code is not None:
@@ -148,7 +151,7 @@ class SpanWriter:
             start_time=at(started_ms),
             attributes=attributes,
         )
-        if attempt.status == "error":
+        if attempt.status == "error":  # not "cancelled": a hedge race it lost is no failure
             span.set_status(Status(StatusCode.ERROR, attempt.error or attempt.error_code or ""))
         span.end(at(started_ms + attempt.latency_ms))
 
