@@ -257,7 +257,7 @@ class Settings(BaseSettings):
         "hybridinfer-gateway", description="`service.name` of the exported spans."
     )
     otel_sample_ratio: float = Field(
-        0.1,
+        0.05,
         ge=0.0,
         le=1.0,
         description="Share of `ok` requests exported as spans (the others always are); a "
