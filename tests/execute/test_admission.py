@@ -56,6 +56,26 @@ async def test_cancelled_waiters_do_not_leak_slots() -> None:
         assert limiter.in_flight == 1
 
 
+async def test_a_waiter_cancelled_as_its_entry_is_skipped_by_a_hand_over_stays_cancelled() -> None:
+    """Cancelling a waiter marks its future done at once; a release before the waiter wakes
+    pops that entry while handing the slot to the next waiter. The cancelled waiter must then
+    end cancelled (not with an error) and the slot must go to the next one."""
+    limiter = PriorityLimiter(1)
+    await limiter._acquire(0, wait=True)  # the one slot, held here
+    cancelled = asyncio.create_task(limiter._acquire(0, wait=True))
+    served = asyncio.create_task(limiter._acquire(0, wait=True))
+    await asyncio.sleep(0)
+    assert limiter.waiting == 2
+
+    cancelled.cancel()  # its future is cancelled now; the task wakes later
+    limiter._release()  # skips the cancelled entry, hands the slot to the next waiter
+
+    with pytest.raises(asyncio.CancelledError):
+        await cancelled
+    await served
+    assert (limiter.in_flight, limiter.waiting) == (1, 0)
+
+
 async def test_past_the_queue_bound_a_call_is_shed_with_retry_after() -> None:
     limiter = PriorityLimiter(1, max_queued=2, retry_after_s=3.0, name="edge-1")
     gate = asyncio.Event()

@@ -98,7 +98,7 @@ class PriorityLimiter:
         except asyncio.CancelledError:
             if future.done() and not future.cancelled():
                 self._release()  # the slot was handed over as we were cancelled: pass it on
-            else:
+            elif entry in self._waiting:  # a slot handed over may have popped it already
                 self._waiting.remove(entry)
                 heapq.heapify(self._waiting)
             raise
