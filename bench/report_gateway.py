@@ -143,6 +143,14 @@ def gateway_section(result: dict[str, Any]) -> Lines:
             for name, data in result["sustained"].items()
         ],
     )
+    direct = result["sustained"].get("direct")
+    if direct is not None:
+        lines += [
+            f"The generator itself kept its schedule up to {direct['sustained_rps']:.0f} RPS "
+            f"against the bare upstream (its own CPU {_top_cpu(direct)} of one core there), "
+            "so the gateways' limits above are theirs, not the generator's.",
+            "",
+        ]
     return lines
 
 
