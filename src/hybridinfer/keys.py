@@ -192,6 +192,9 @@ class KeyRing:
         now = time.monotonic()
         if cached is not None and cached[1] > now:
             principal = cached[0]
+        elif cached is not None and cached[1] + self._ttl > now:
+            principal = cached[0]  # recently verified: answer now, check again behind it
+            self._refresh_behind(digest, presented)
         else:
             try:
                 principal = await self._lookup_once(digest, presented)
@@ -205,6 +208,30 @@ class KeyRing:
         if principal.expired(self._clock()):
             raise Unauthorized("unknown or revoked API key")
         return principal
+
+    def _refresh_behind(self, digest: bytes, presented: str) -> None:
+        """Re-check a key whose cache entry just expired without making its caller wait.
+
+        Otherwise every expiry of a busy key would hold all its requests for one scrypt
+        check. A key revoked on another replica is thus refused within one TTL plus one check
+        (revoking through this ring forgets it at once).
+        """
+        if digest in self._verifying:
+            return
+        refresh = asyncio.ensure_future(self._lookup(presented))
+        self._verifying[digest] = refresh
+
+        def settle(done: asyncio.Future[Principal]) -> None:
+            self._verifying.pop(digest, None)
+            if done.cancelled():
+                return
+            error = done.exception()
+            if error is None:
+                self._cache[digest] = (done.result(), time.monotonic() + self._ttl)
+            elif isinstance(error, Unauthorized):
+                self._cache.pop(digest, None)
+
+        refresh.add_done_callback(settle)
 
     async def _lookup_once(self, digest: bytes, presented: str) -> Principal:
         """One look-up per key at a time: callers that miss the cache together share it.
