@@ -181,6 +181,12 @@ class DeadlineExceeded(HybridInferError):
     status_code = 504
     code = "deadline_exceeded"
 
+    def __init__(self, message: str, *, code: str | None = None, loop_lagged: bool = False) -> None:
+        super().__init__(message, code=code)
+        self.loop_lagged = loop_lagged
+        """The timer that ended the wait fired late: the gateway's own event loop was behind,
+        so the time ran out here, not necessarily at the upstream."""
+
 
 class ConfigError(HybridInferError):
     code = "invalid_config"

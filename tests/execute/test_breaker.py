@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import time
 
-from hybridinfer.errors import InvalidInput, UpstreamRejected, UpstreamUnavailable
+from hybridinfer.errors import (
+    DeadlineExceeded,
+    InvalidInput,
+    NoCapacity,
+    UpstreamRejected,
+    UpstreamUnavailable,
+)
 from hybridinfer.execute.breaker import Breakers, BreakerState
 from hybridinfer.execute.executor import Executor
 from hybridinfer.plan import Plan, Subtask
@@ -49,6 +55,24 @@ def test_breaker_opens_after_the_threshold_and_recovers_through_one_trial() -> N
     assert breakers.states() == {}
 
 
+def test_a_timeout_counts_only_if_the_deployment_answered_nothing_since_the_call_started() -> None:
+    clock = FakeClock()
+    breakers = Breakers(failure_threshold=2, clock=clock)
+    timeout = DeadlineExceeded("no answer within 300 ms")
+    busy_since = breakers.now()
+    clock.now += 0.1
+    breakers.on_result("d", None)  # another call's answer: the deployment is alive, only busy
+    clock.now += 0.2
+    for _ in range(5):
+        breakers.on_result("d", timeout, busy_since)
+    assert breakers.state("d") is BreakerState.CLOSED
+    cut_since = breakers.now()  # from here on nothing answers (a cut link, a dead node)
+    clock.now += 0.3
+    breakers.on_result("d", timeout, cut_since)
+    breakers.on_result("d", timeout, cut_since)
+    assert breakers.state("d") is BreakerState.OPEN
+
+
 def test_rejected_inputs_do_not_count_against_a_deployment() -> None:
     breakers = Breakers(failure_threshold=1)
     breakers.on_result("d", InvalidInput("bad shape"))
@@ -77,3 +101,29 @@ async def test_the_router_skips_an_open_breaker_and_the_trace_says_so() -> None:
     assert decision.chosen.node.id != "cloud-1"
     cloud = next(c for c in decision.candidates if c.node.id == "cloud-1")
     assert cloud.rejected_by == "breaker"
+
+
+def test_a_late_timer_does_not_count_against_a_deployment() -> None:
+    breakers = Breakers(failure_threshold=1)
+    breakers.on_result("d", DeadlineExceeded("no answer within 300 ms", loop_lagged=True))
+    assert breakers.state("d") is BreakerState.CLOSED
+
+
+async def test_a_breaker_opened_after_the_decision_is_a_503_with_retry_after() -> None:
+    breakers = Breakers(failure_threshold=1, open_seconds=60.0)
+    signals = Signals()
+    policy = compile_policy("version: b")
+    router = Router(hybrid_registry(), signals, lambda: policy, breakers=breakers)
+    backend = ScriptedBackend({"local": 0.9, "edge-1": 0.9, "cloud-1": 0.9})
+    executor = Executor({"onnx": backend, "v2": backend}, signals, breakers=breakers)
+    classify = Subtask(id="c", capability="text-classification", task="sentiment", inputs={})
+    plan = Plan(task="sentiment", subtasks=[classify], outputs={})
+    decision = router.decide(classify, router.context(RouteOptions(route="cloud")))
+    for candidate in [decision.chosen, *decision.fallbacks]:
+        breakers.on_result(candidate.deployment.id, UpstreamUnavailable("refused"))
+    trace = Trace(request_id="r")
+    done = await executor.run(plan, {"c": decision}, {}, trace, time.monotonic() + 5)
+    error = done["c"].error
+    assert isinstance(error, NoCapacity)
+    assert error.status_code == 503
+    assert "Retry-After" in error.headers()

@@ -5,6 +5,13 @@ placing work on it for ``open_seconds`` (doubling, up to ``max_open_seconds``, e
 fails). Then the breaker is half-open: one trial call is let through; success closes it,
 failure opens it again. Only upstream failures count (unreachable, 5xx, deadline): a request
 the model rejects as malformed says nothing about the deployment's health.
+
+A timeout counts only if the deployment has not answered any call since the timed-out one
+started, and the timer that ended it fired on time. A cut link or a dead node answers nothing,
+so its timeouts open the breaker as fast as ever; a node that kept answering other calls
+meanwhile is busy, not broken, and a timer that fired late says the gateway's own event loop
+was the bottleneck. Opening a breaker for either under overload would only turn a slow answer
+into none (the timed-out call still fails, and may be retried or fall back).
 """
 
 from __future__ import annotations
@@ -33,6 +40,21 @@ def counts_against(error: HybridInferError) -> bool:
     )
 
 
+def _alive_meanwhile(
+    breaker: CircuitBreaker, error: HybridInferError, started: float | None
+) -> bool:
+    """A timeout that says nothing against the deployment: another call's answer overtook it
+    (the deployment is busy), or the gateway's own loop was too far behind to tell."""
+    if not isinstance(error, DeadlineExceeded):
+        return False
+    overtaken = (
+        started is not None
+        and breaker.last_success_at is not None
+        and breaker.last_success_at > started
+    )
+    return overtaken or error.loop_lagged
+
+
 @dataclass(slots=True)
 class CircuitBreaker:
     """The breaker of one deployment."""
@@ -44,6 +66,7 @@ class CircuitBreaker:
     opened_at: float | None = None
     cooldown: float = 0.0
     trial_in_flight: bool = False
+    last_success_at: float | None = None
 
     def state(self, now: float) -> BreakerState:
         if self.opened_at is None:
@@ -63,7 +86,8 @@ class CircuitBreaker:
         if self.state(now) is BreakerState.HALF_OPEN:
             self.trial_in_flight = True
 
-    def on_success(self) -> None:
+    def on_success(self, now: float) -> None:
+        self.last_success_at = now
         self.failures = 0
         self.opened_at = None
         self.cooldown = 0.0
@@ -117,15 +141,23 @@ class Breakers:
         if breaker is not None:
             breaker.on_start(self._clock())
 
-    def on_result(self, deployment_id: str, error: HybridInferError | None) -> None:
+    def now(self) -> float:
+        """The breakers' clock: what ``on_result`` takes as the start of a call."""
+        return self._clock()
+
+    def on_result(
+        self, deployment_id: str, error: HybridInferError | None, started: float | None = None
+    ) -> None:
+        """The verdict of one call that started at ``started`` (the breakers' clock)."""
+        now = self._clock()
         if error is None:
-            breaker = self._by_deployment.get(deployment_id)
-            if breaker is not None:
-                breaker.on_success()
-        elif counts_against(error):
-            self._breaker(deployment_id).on_failure(self._clock())
+            self._breaker(deployment_id).on_success(now)
+            return
+        breaker = self._breaker(deployment_id)
+        if counts_against(error) and not _alive_meanwhile(breaker, error, started):
+            breaker.on_failure(now)
         else:
-            self._breaker(deployment_id).trial_in_flight = False
+            breaker.trial_in_flight = False
 
     def on_cancel(self, deployment_id: str) -> None:
         """A call was cancelled (it lost a hedge race): no verdict, but free the trial."""

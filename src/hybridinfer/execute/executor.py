@@ -17,8 +17,8 @@ from hybridinfer.errors import (
     DeadlineExceeded,
     HybridInferError,
     NoCapacity,
+    Overloaded,
     UpstreamError,
-    UpstreamUnavailable,
 )
 from hybridinfer.execute.admission import PriorityLimiter
 from hybridinfer.execute.attempts import Step, chain, close_attempt, open_attempt, time_left
@@ -34,6 +34,9 @@ from hybridinfer.route.signals import Signals
 from hybridinfer.trace import Attempt, Trace
 
 Outcome = tuple[dict[str, Any], Attempt]
+LATE_TIMER_FRACTION = 0.5
+"""A try's timer that fired later than this share of its timeout after it was due means the
+gateway's own event loop was behind: such a timeout does not count against the breaker."""
 
 
 @dataclass(slots=True)
@@ -231,12 +234,18 @@ class Executor:
     ) -> Outcome:
         deployment = step.candidate.deployment
         attempt, started = open_attempt(trace, subtask, step)
+        if not self.breakers.allows(deployment.id):  # opened since the decision was made:
+            refused = NoCapacity(  # it passes by itself, like the router's own rejection
+                f"{deployment.id}: circuit open", retry_after_s=self._admission.retry_after_s
+            )
+            close_attempt(attempt, started, refused)
+            raise refused
+        called_at = self.breakers.now()
         try:
             outputs = await self._call(subtask, step, inputs, deadline, trace.key_id)
         except HybridInferError as error:
             close_attempt(attempt, started, error)
-            if error.error_code != "breaker_open":
-                self.breakers.on_result(deployment.id, error)
+            self.breakers.on_result(deployment.id, error, called_at)
             if not isinstance(error, NoCapacity):  # a full queue says nothing of the model
                 self._signals.observe(deployment.id, attempt.latency_ms, False)
             raise
@@ -261,32 +270,37 @@ class Executor:
         deadline: float,
         key_id: str | None,
     ) -> dict[str, Any]:
-        """Admission (breaker, node slot), then the call within its timeout and budget."""
+        """Admission (node slot), then the call within its timeout and budget."""
         node, deployment = step.candidate.node, step.candidate.deployment
         remaining = time_left(deadline)
         backend = self._backends.get(node.protocol)
         if backend is None:
             raise UpstreamError(f"no backend speaks {node.protocol!r}")
-        if not self.breakers.allows(deployment.id):  # opened since the decision was made
-            raise UpstreamUnavailable(f"{deployment.id}: circuit open", code="breaker_open")
         self.breakers.on_start(deployment.id)
         limiter = self.limiter(node.id)
         spill = not step.last and limiter.constrained  # others can take it: do not queue here
         try:
             async with asyncio.timeout(remaining), limiter.slot(subtask.priority, wait=not spill):
                 timeout_s = self.retry.timeout_s(deadline - time.monotonic())
+                try_started = time.monotonic()
                 try:
                     async with asyncio.timeout(timeout_s):
                         return await self._call_within_budget(
                             backend, step.candidate, inputs, timeout_s, key_id
                         )
-                except TimeoutError:
+                except (TimeoutError, DeadlineExceeded):
+                    late_s = time.monotonic() - try_started - timeout_s
                     raise DeadlineExceeded(
                         f"{deployment.model} on {node.id} did not answer within "
-                        f"{timeout_s * 1000.0:.0f} ms"
+                        f"{timeout_s * 1000.0:.0f} ms",
+                        loop_lagged=late_s > timeout_s * LATE_TIMER_FRACTION,
                     ) from None
-        except TimeoutError:  # waiting for a slot used up the deadline
-            raise DeadlineExceeded(f"{node.id} was saturated until the deadline") from None
+        except TimeoutError:  # no slot freed before the deadline: overload, not a fault
+            raise Overloaded(
+                f"{node.id} was saturated until the deadline",
+                retry_after_s=self._admission.retry_after_s,
+                code="node_saturated",
+            ) from None
 
     async def _call_within_budget(
         self,
