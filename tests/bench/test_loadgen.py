@@ -62,8 +62,8 @@ def test_the_rate_search_doubles_then_bisects() -> None:
     while (rate := search.next_rate()) is not None:
         tried.append(rate)
         p99 = 5.0 if rate <= capacity else 5000.0
-        search.record(rate, {"latency_ms": {"p50": 1.0, "p99": p99}, "error_rate": 0.0,
-                             "generator_cpu": 0.1})  # fmt: skip
+        result = {"latency_ms": {"p50": 1.0, "p99": p99}, "error_rate": 0.0}
+        search.record(rate, {**result, "error_kinds": {}, "generator_cpu": 0.1})
     assert tried == [10, 20, 40, 80, 160, 120.0, 100.0]
     assert search.passed == 100.0
     assert search.failed == 120.0
