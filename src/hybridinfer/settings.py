@@ -182,10 +182,13 @@ class Settings(BaseSettings):
         "(0: only requests with options.hedge true).",
     )
     shed_max_in_flight: int = Field(
-        256, ge=1, description="Inference requests the gateway runs at once (load shedding)."
+        64,
+        ge=1,
+        description="Inference requests the gateway runs at once (load shedding). One event "
+        "loop gains no throughput from more (its peak is reached near 32), only latency.",
     )
     shed_max_queued: int = Field(
-        512,
+        128,
         ge=0,
         description="Inference requests waiting for a slot; past this: 503 overloaded with "
         "Retry-After.",

@@ -90,3 +90,21 @@ async def test_health_nodes_and_reads_are_never_shed() -> None:
     assert app.started == 5
     app.release.set()
     assert await asyncio.gather(running, *others) == [200] * 5
+
+
+async def test_a_request_that_would_wait_past_max_wait_is_refused_at_once() -> None:
+    app = Blocking()
+    load = GatewayLoad(max_in_flight=1, max_queued=10, max_wait_s=0.5)
+    load.service_s = 0.3  # each request holds its slot 300 ms: a second waiter would wait 0.6 s
+    shedder = LoadShedder(app, load)
+    running = asyncio.create_task(call(shedder, http()))
+    await asyncio.sleep(0)
+    waiting = asyncio.create_task(call(shedder, http()))
+    await asyncio.sleep(0)
+    assert load.queued == 1
+    with pytest.raises(Overloaded, match=r"expected in 0\.6 s"):
+        await call(shedder, http())
+    app.release.set()
+    assert await asyncio.gather(running, waiting) == [200, 200]
+    assert load.service_s is not None
+    assert load.service_s < 0.3
