@@ -19,7 +19,7 @@ rollouts:
     model: sentiment-small
     candidate: "2"
     percent: 30
-    promote_when: {min_requests: 20, max_latency_ratio: 1000.0, min_quality_delta: -1.0}
+    promote_when: {min_requests: 90, max_latency_ratio: 1000.0, min_quality_delta: -1.0}
 """
 
 
@@ -51,10 +51,16 @@ def test_a_share_of_traffic_goes_to_version_2_which_is_compared_and_promoted(
     applied = client.post("/v1/policies", json={"policy": POLICY}, headers=auth())
     assert applied.status_code == 201, applied.text
 
+    # 160 requests give the candidate ~48 answers: too few to decide (90), so the split is
+    # measured before any promotion can happen.
     nodes = [_node_of(client, n) for n in range(1, 161)]
     share = nodes.count("edge-v2") / len(nodes)
     assert 0.2 < share < 0.4, share  # 30 % of request ids, hashed
     assert set(nodes) == {"local", "edge-v2"}
+    for n in range(161, 600):  # until the candidate has answered enough to be judged
+        if nodes.count("edge-v2") >= 90:
+            break
+        nodes.append(_node_of(client, n))
 
     deadline = time.monotonic() + 15
     rollout = client.get("/v1/rollouts", headers=auth()).json()["rollouts"][0]
@@ -64,7 +70,7 @@ def test_a_share_of_traffic_goes_to_version_2_which_is_compared_and_promoted(
     assert rollout["status"] == "promoted", rollout
     assert rollout["percent"] == 100.0
     for side in ("baseline", "candidate_figures"):
-        assert rollout[side]["answers"] >= 20
+        assert rollout[side]["answers"] >= 90
         assert rollout[side]["latency_p50_ms"] > 0.0
         assert 0.0 < rollout[side]["mean_confidence"] <= 1.0
     sides = {d["id"]: d["side"] for d in rollout["deployments"]}
