@@ -2,7 +2,7 @@
 
 uvicorn closes idle keep-alive connections but gives a client all the time it wants to send
 its request headers; one that dribbles them a byte at a time (slowloris) would hold the
-connection forever. ``GuardedH11Protocol`` answers 408 and closes a connection whose headers
+connection forever. ``GuardedProtocol`` answers 408 and closes a connection whose headers
 are not complete ``header_timeout_s`` after its first byte (or after it opened). The body's
 timeout is the application's (``gateway/responses.py:read_body``), so it ends in the usual
 error envelope.
@@ -17,10 +17,9 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import h11
 import orjson
 import uvicorn
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from hybridinfer.tls import server_options
 
@@ -52,15 +51,16 @@ class _ClientCertificate:
         await self.app(scope, receive, send)
 
 
-class GuardedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol plus a request-header read timeout (408, then close)."""
+class GuardedProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol (its fast C parser) plus a request-header read timeout:
+    408, then close."""
 
     header_timeout_s = 10.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._header_timer: asyncio.TimerHandle | None = None
-        self._arm()
+        self._arm()  # a connection that opens and sends nothing is a slow client too
         certificate = transport.get_extra_info("peercert")
         if certificate:  # only a certificate that verified against the CA is reported
             self.app = _ClientCertificate(self.app, _subject(certificate))
@@ -74,16 +74,23 @@ class GuardedH11Protocol(H11Protocol):
             self._header_timer.cancel()
             self._header_timer = None
 
-    def data_received(self, data: bytes) -> None:
-        if self.conn.their_state is h11.IDLE:
-            self._arm()
-        super().data_received(data)
-        if self.conn.their_state is not h11.IDLE:
-            self._disarm()
+    def on_message_begin(self) -> None:
+        """The first byte of a request: its headers must be complete in time."""
+        super().on_message_begin()
+        self._arm()
+
+    def on_headers_complete(self) -> None:
+        self._disarm()
+        super().on_headers_complete()
+
+    def on_response_complete(self) -> None:
+        """Between requests the keep-alive timeout, not this one, closes an idle connection."""
+        super().on_response_complete()
+        self._disarm()
 
     def _headers_late(self) -> None:
         self._header_timer = None
-        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+        if not self.transport.is_closing():
             self.transport.write(TIMEOUT_RESPONSE)
             self.transport.close()
 
@@ -105,9 +112,7 @@ def server_config(
     **options: Any,
 ) -> uvicorn.Config:
     """A uvicorn config with the guarded protocol and, given a certificate, TLS."""
-    protocol = type(
-        "GuardedH11Protocol", (GuardedH11Protocol,), {"header_timeout_s": header_timeout_s}
-    )
+    protocol = type("GuardedProtocol", (GuardedProtocol,), {"header_timeout_s": header_timeout_s})
     return uvicorn.Config(
         app,
         host=host,
