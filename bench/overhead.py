@@ -43,7 +43,10 @@ def main() -> None:
     models_dir = REPO / ".hybridinfer" / "models"
     build_models(models_dir)
     session, feeds = direct_runner(models_dir)
-    body = json.dumps({"task": "sentiment", "inputs": {"text": TEXT}}).encode()
+    # The local path, pinned: on a 2-core host this loop alone can saturate the CPU, and the
+    # default policy would then send the work to the cloud node (another path, another figure).
+    request = {"task": "sentiment", "inputs": {"text": TEXT}, "options": {"route": "local"}}
+    body = json.dumps(request).encode()
     headers = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
     direct: list[float] = []
     gateway: list[float] = []
