@@ -2,12 +2,14 @@
 
 The gateway-overhead bench calls it directly, through hybridinfer and through LiteLLM's proxy,
 so it must cost next to nothing and be the same for all three: a bare ``asyncio.Protocol`` over
-HTTP/1.1 keep-alive (no framework, no JSON parsing of the request), one pre-built response.
+HTTP/1.1 keep-alive (no framework; only embedding requests are parsed), pre-built responses.
 
     python -m bench.upstream --port 9100
 
-Serves ``POST /v1/chat/completions`` (fixed completion), ``GET /v1/models`` and ``GET /health``;
-anything else is a 404. Request bodies must carry ``Content-Length`` (every client here does).
+Serves ``POST /v1/chat/completions`` (fixed completion; streamed as server-sent events when the
+body asks ``"stream": true``), ``POST /v1/embeddings`` (a fixed vector per input),
+``GET /v1/models`` and ``GET /health``; anything else is a 404. Request bodies must carry
+``Content-Length`` (every client here does).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ COMPLETION = {
     ],
     "usage": {"prompt_tokens": 8, "completion_tokens": 1, "total_tokens": 9},
 }
+USAGE = {"prompt_tokens": 8, "total_tokens": 8}
 MODELS = {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "bench"}]}
 
 
@@ -51,6 +54,45 @@ RESPONSES = {
     (b"GET", b"/health"): http_response("200 OK", {"status": "ok"}),
 }
 NOT_FOUND = http_response("404 Not Found", {"error": {"message": "not found"}})
+EMBEDDING = {"object": "embedding", "embedding": [0.125, -0.25, 0.5, 0.0625]}
+
+
+def chunk(delta: dict[str, str], finish_reason: str | None) -> bytes:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
+    payload = {**COMPLETION, "object": "chat.completion.chunk", "choices": [choice]}
+    del payload["usage"]
+    return b"data: " + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
+
+
+STREAM_BODY = (
+    chunk({"role": "assistant", "content": "ok"}, None) + chunk({}, "stop") + b"data: [DONE]\n\n"
+)
+STREAM = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+    b"Content-Length: %d\r\nConnection: keep-alive\r\n\r\n" % len(STREAM_BODY)
+) + STREAM_BODY
+
+
+def embeddings(body: bytes) -> bytes:
+    """One fixed vector per input (a string, or a list of them); 400 for anything else."""
+    try:
+        inputs = json.loads(body)["input"]
+    except (ValueError, KeyError, TypeError):
+        return http_response("400 Bad Request", {"error": {"message": "no input"}})
+    count = len(inputs) if isinstance(inputs, list) else 1
+    data = [{**EMBEDDING, "index": index} for index in range(count)]
+    answer = {"object": "list", "model": MODEL, "data": data, "usage": USAGE}
+    return http_response("200 OK", answer)
+
+
+def answer(method: bytes, path: bytes, body: bytes) -> bytes:
+    """The response to one request; only bodies that change the answer are parsed."""
+    if method == b"POST" and path.endswith(b"/embeddings"):
+        return embeddings(body)
+    streamed = b'"stream":true' in body.replace(b" ", b"")
+    if method == b"POST" and path.endswith(b"/chat/completions") and streamed:
+        return STREAM
+    return RESPONSES.get((method, path), NOT_FOUND)
 
 
 def content_length(head: bytes) -> int:
@@ -83,10 +125,11 @@ class UpstreamProtocol(asyncio.Protocol):
             total = end + 4 + content_length(head)
             if len(self.buffer) < total:
                 return
+            body = bytes(self.buffer[end + 4 : total])
             del self.buffer[:total]
             method, _, rest = head.partition(b" ")
             path = rest.partition(b" ")[0].partition(b"?")[0]
-            self.transport.write(RESPONSES.get((method, path), NOT_FOUND))
+            self.transport.write(answer(method, path, body))
             if b"connection: close" in head.lower():
                 self.transport.close()
                 return
