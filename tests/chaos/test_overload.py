@@ -33,10 +33,10 @@ async def sample_rss(cluster: Cluster, stop: asyncio.Event, into: list[int]) -> 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="known defects (docs/resilience.md, Findings): under 2x peak, per-try timeouts on "
-    "busy nodes open their breakers (then 503 no_capacity, and 502 breaker_open); a cancelled "
-    "admission waiter raises ValueError (500); the gateway leaves requests unread for over "
-    "20 s, so the offered load falls short of 2x",
+    reason="known defect (docs/resilience.md, Findings): at 2x peak the gateway process is "
+    "CPU-bound and does not accept connections as fast as the load opens them (its listen "
+    "queue fills), so some requests get no answer within 20 s (and, rarely, one waits past "
+    "its deadline: 504)",
 )
 async def test_twice_the_peak_for_60s_sheds_with_retry_after_and_bounds_memory(
     cluster: Cluster, network: Network
