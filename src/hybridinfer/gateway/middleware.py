@@ -7,6 +7,7 @@ import logging
 import time
 import uuid
 
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hybridinfer.errors import HybridInferError, Unauthorized
@@ -120,6 +121,8 @@ class ErrorMiddleware:
 
         try:
             await self.app(scope, receive, tracking_send)
+        except ClientDisconnect:  # the caller gave up before we read its body: nobody to answer
+            log.info("client went away", extra={"request_id": scope["state"]["request_id"]})
         except Exception as exc:
             request_id = scope["state"]["request_id"]
             if isinstance(exc, HybridInferError):
