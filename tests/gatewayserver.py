@@ -26,6 +26,7 @@ def running_gateway(settings: Settings) -> Iterator[ControlPlane]:
         settings.host,
         settings.port,
         header_timeout_s=settings.header_timeout_s,
+        backlog=settings.listen_backlog,
         tls_cert_file=settings.tls_cert_file,
         tls_key_file=settings.tls_key_file,
         tls_ca_file=settings.tls_ca_file if settings.node_mtls else None,

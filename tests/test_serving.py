@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import socket
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from tests.peers import free_port
 pytestmark = pytest.mark.integration
 
 TIMEOUT_S = 1.0
+BACKLOG = 3001
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +35,7 @@ def address(
         bootstrap_key=SecretStr(ADMIN_KEY),
         header_timeout_s=TIMEOUT_S,
         body_timeout_s=TIMEOUT_S,
+        listen_backlog=BACKLOG,
     )
     with running_gateway(settings):
         yield settings.host, settings.port
@@ -120,3 +123,13 @@ def test_prompt_clients_are_not_affected(address: tuple[str, int]) -> None:
             )
             assert answer.status_code == 200
             time.sleep(TIMEOUT_S * 0.6)  # keep-alive idle below the timeout
+
+
+def test_the_listen_queue_holds_the_configured_backlog(address: tuple[str, int]) -> None:
+    """Past a full listen queue the kernel drops connections and clients wait out TCP's SYN
+    retransmissions; the queue the socket really has is what ``ss`` reports for it."""
+    listing = subprocess.run(
+        ["ss", "-ltnH", f"sport = :{address[1]}"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    somaxconn = int(Path("/proc/sys/net/core/somaxconn").read_text())
+    assert int(listing[2]) == min(BACKLOG, somaxconn)  # LISTEN: Recv-Q, then the backlog

@@ -81,6 +81,13 @@ class Settings(BaseSettings):
     body_timeout_s: float = Field(
         30.0, gt=0.0, description="A client must send its request body within this (else 408)."
     )
+    listen_backlog: int = Field(
+        4096,
+        ge=64,
+        description="Connections the kernel holds for the gateway before it accepts them (capped "
+        "by net.core.somaxconn). Past it the kernel drops new connections and clients wait out "
+        "TCP's SYN retransmissions (1, 3, 7 s ...) instead of getting a quick 503.",
+    )
     local_models: list[str] = Field(
         default_factory=lambda: ["sentiment-small", "digits-small"],
         description="Models the in-process local tier serves.",

@@ -51,6 +51,7 @@ async def serve_gateway(settings: Settings, cloud_node: list[str] | None = None)
         settings.host,
         settings.port,
         header_timeout_s=settings.header_timeout_s,
+        backlog=settings.listen_backlog,
         tls_cert_file=settings.tls_cert_file,
         tls_key_file=settings.tls_key_file,
         tls_ca_file=settings.tls_ca_file if settings.node_mtls else None,
