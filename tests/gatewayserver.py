@@ -1,5 +1,5 @@
 """The real gateway (ControlPlane + app) under the same uvicorn set-up as ``hybridinfer gateway``
-(``serving.server_config``: slow-client guard, TLS from the settings), in a thread."""
+(``serving.gateway_server_config``: slow-client guard, backlog, TLS), in a thread."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import uvicorn
 
 from hybridinfer.controlplane import ControlPlane
 from hybridinfer.gateway.app import create_app
-from hybridinfer.serving import server_config
+from hybridinfer.serving import gateway_server_config
 from hybridinfer.settings import Settings
 
 
@@ -21,17 +21,7 @@ from hybridinfer.settings import Settings
 def running_gateway(settings: Settings) -> Iterator[ControlPlane]:
     """Serve on ``settings.host:port`` until the block ends; yields the control plane."""
     plane = ControlPlane(settings)
-    config = server_config(
-        create_app(plane),
-        settings.host,
-        settings.port,
-        header_timeout_s=settings.header_timeout_s,
-        backlog=settings.listen_backlog,
-        tls_cert_file=settings.tls_cert_file,
-        tls_key_file=settings.tls_key_file,
-        tls_ca_file=settings.tls_ca_file if settings.node_mtls else None,
-        lifespan="on",
-    )
+    config = gateway_server_config(create_app(plane), settings)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
     thread.start()

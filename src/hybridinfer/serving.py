@@ -21,6 +21,7 @@ import orjson
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from hybridinfer.settings import Settings
 from hybridinfer.tls import server_options
 
 _TIMEOUT_BODY = orjson.dumps(
@@ -122,6 +123,23 @@ def server_config(
         access_log=False,
         log_config=None,  # uvicorn's loggers go through the process's handler (logs.py)
         **server_options(tls_cert_file, tls_key_file, tls_ca_file, require_client_cert),
+        **options,
+    )
+
+
+def gateway_server_config(app: Any, settings: Settings, **options: Any) -> uvicorn.Config:
+    """The gateway's uvicorn config from its settings (address, slow-client guard, backlog,
+    TLS and mutual TLS for node routes); ``options`` go to uvicorn."""
+    return server_config(
+        app,
+        settings.host,
+        settings.port,
+        header_timeout_s=settings.header_timeout_s,
+        backlog=settings.listen_backlog,
+        tls_cert_file=settings.tls_cert_file,
+        tls_key_file=settings.tls_key_file,
+        tls_ca_file=settings.tls_ca_file if settings.node_mtls else None,
+        lifespan="on",
         **options,
     )
 

@@ -26,7 +26,7 @@ from hybridinfer.cli.output import (
 from hybridinfer.controlplane import ControlPlane
 from hybridinfer.gateway.app import create_app
 from hybridinfer.llmserver import default_specs, llm_extra_installed, start_servers
-from hybridinfer.serving import server_config
+from hybridinfer.serving import gateway_server_config
 from hybridinfer.settings import Settings, load_settings
 from hybridinfer.supervisor import Supervised
 
@@ -46,18 +46,7 @@ async def serve_gateway(settings: Settings, cloud_node: list[str] | None = None)
     """Run the gateway until interrupted; with ``cloud_node``, run that node process beside it."""
     plane = ControlPlane(settings)
     app = create_app(plane, on_start=_print_key)
-    config = server_config(
-        app,
-        settings.host,
-        settings.port,
-        header_timeout_s=settings.header_timeout_s,
-        backlog=settings.listen_backlog,
-        tls_cert_file=settings.tls_cert_file,
-        tls_key_file=settings.tls_key_file,
-        tls_ca_file=settings.tls_ca_file if settings.node_mtls else None,
-        lifespan="on",
-        timeout_graceful_shutdown=5,
-    )
+    config = gateway_server_config(app, settings, timeout_graceful_shutdown=5)
     server = GracefulServer(config)
     child: Supervised | None = None
     serving = asyncio.create_task(server.serve())
