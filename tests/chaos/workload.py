@@ -69,6 +69,11 @@ class Sample:
     status: str
     breakers: set[str]
     load: float
+    trials: int = 0
+    """Half-open trials of the node's breakers so far (a half-open spell may be shorter
+    than the poll)."""
+    recoveries: int = 0
+    """Trials that closed a breaker."""
 
 
 @dataclass
@@ -93,8 +98,16 @@ class NodeWatch:
                     nodes = []
                 for node in nodes:
                     if node["id"] == self.node_id:
-                        breakers = {d.get("breaker", "closed") for d in node["deployments"]}
-                        sample = Sample(self.clock(), node["status"], breakers, node["load"])
+                        deployments = node["deployments"]
+                        breakers = {d.get("breaker", "closed") for d in deployments}
+                        sample = Sample(
+                            self.clock(),
+                            node["status"],
+                            breakers,
+                            node["load"],
+                            sum(d.get("breaker_trials", 0) for d in deployments),
+                            sum(d.get("breaker_recoveries", 0) for d in deployments),
+                        )
                         self.samples.append(sample)
                 await asyncio.sleep(0.05)
 
@@ -109,6 +122,11 @@ class NodeWatch:
         before = [held for when, held in states if when <= at_s]
         after = [held for when, held in states if when > at_s][:1]
         return any(before[-1:] + after)
+
+    def at(self, at_s: float) -> Sample | None:
+        """The last sample taken at or before ``at_s``."""
+        before = [sample for sample in self.samples if sample.at_s <= at_s]
+        return before[-1] if before else None
 
     def first(self, since_s: float, check: Callable[[Sample], bool]) -> float | None:
         """Seconds from ``since_s`` to the first sample that passes ``check``."""

@@ -53,6 +53,14 @@ def test_breaker_opens_after_the_threshold_and_recovers_through_one_trial() -> N
     breakers.on_result("d", None)
     assert breakers.state("d") is BreakerState.CLOSED
     assert breakers.states() == {}
+    # Both trials are counted, and the one that closed it: /v1/nodes shows a half-open spell
+    # shorter than any poll.
+    assert breakers.describe("d") == {
+        "breaker": "closed",
+        "breaker_trials": 2,
+        "breaker_recoveries": 1,
+    }
+    assert breakers.describe("never-called")["breaker_trials"] == 0
 
 
 def test_a_timeout_counts_only_if_the_deployment_answered_nothing_since_the_call_started() -> None:

@@ -67,6 +67,10 @@ class CircuitBreaker:
     cooldown: float = 0.0
     trial_in_flight: bool = False
     last_success_at: float | None = None
+    trials: int = 0
+    """Half-open trial calls let through so far."""
+    recoveries: int = 0
+    """Trials that succeeded and closed the breaker."""
 
     def state(self, now: float) -> BreakerState:
         if self.opened_at is None:
@@ -85,8 +89,11 @@ class CircuitBreaker:
     def on_start(self, now: float) -> None:
         if self.state(now) is BreakerState.HALF_OPEN:
             self.trial_in_flight = True
+            self.trials += 1
 
     def on_success(self, now: float) -> None:
+        if self.trial_in_flight:
+            self.recoveries += 1
         self.last_success_at = now
         self.failures = 0
         self.opened_at = None
@@ -164,6 +171,22 @@ class Breakers:
         breaker = self._by_deployment.get(deployment_id)
         if breaker is not None:
             breaker.trial_in_flight = False
+
+    def describe(self, deployment_id: str) -> dict[str, object]:
+        """State and history of one deployment's breaker, as ``/v1/nodes`` shows it: a half-open
+        spell can be shorter than any poll, so its trials and recoveries are counted."""
+        breaker = self._by_deployment.get(deployment_id)
+        if breaker is None:
+            return {
+                "breaker": BreakerState.CLOSED.value,
+                "breaker_trials": 0,
+                "breaker_recoveries": 0,
+            }
+        return {
+            "breaker": breaker.state(self._clock()).value,
+            "breaker_trials": breaker.trials,
+            "breaker_recoveries": breaker.recoveries,
+        }
 
     def states(self) -> dict[str, str]:
         """Every breaker that is not closed, by deployment id."""

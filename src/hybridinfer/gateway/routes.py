@@ -122,7 +122,7 @@ async def list_nodes(request: Request) -> Response:
     nodes = [node.describe() for node in plane.registry.nodes()]
     for node in nodes:
         for deployment in node["deployments"]:
-            deployment["breaker"] = plane.breakers.state(deployment["id"]).value
+            deployment.update(plane.breakers.describe(deployment["id"]))
     return JSON({"nodes": nodes})
 
 
