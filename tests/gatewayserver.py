@@ -1,5 +1,6 @@
 """The real gateway (ControlPlane + app) under the same uvicorn set-up as ``hybridinfer gateway``
-(``serving.gateway_server_config``: slow-client guard, backlog, TLS), in a thread."""
+(``serving.gateway_server_config``: slow-client guard, backlog, TLS) and the same event loop
+(``listener.py``: uvloop, connections accepted in batches), in a thread."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import uvicorn
 
 from hybridinfer.controlplane import ControlPlane
 from hybridinfer.gateway.app import create_app
+from hybridinfer.listener import new_event_loop
 from hybridinfer.serving import gateway_server_config
 from hybridinfer.settings import Settings
 
@@ -23,7 +25,12 @@ def running_gateway(settings: Settings) -> Iterator[ControlPlane]:
     plane = ControlPlane(settings)
     config = gateway_server_config(create_app(plane), settings)
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
+
+    def serve() -> None:
+        with asyncio.Runner(loop_factory=new_event_loop) as runner:
+            runner.run(server.serve())
+
+    thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
     while not server.started and thread.is_alive() and time.monotonic() < deadline:

@@ -31,13 +31,6 @@ async def sample_rss(cluster: Cluster, stop: asyncio.Event, into: list[int]) -> 
         await asyncio.sleep(1.0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known defect (docs/resilience.md, Findings): at 2x peak the gateway process is "
-    "CPU-bound and does not accept connections as fast as the load opens them (its listen "
-    "queue fills), so some requests get no answer within 20 s (and, rarely, one waits past "
-    "its deadline: 504)",
-)
 async def test_twice_the_peak_for_60s_sheds_with_retry_after_and_bounds_memory(
     cluster: Cluster, network: Network
 ) -> None:

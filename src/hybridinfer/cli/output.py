@@ -27,11 +27,12 @@ def configure_logging(level: str, log_format: LogFormat = "json") -> None:
 
 
 def run_async(coroutine: Coroutine[Any, Any, Result]) -> Result:
-    """Run on uvloop when it is installed; turn our errors into a clean exit."""
+    """Run on uvloop when it is installed (its listeners accepting connections in batches,
+    ``listener.py``); turn our errors into a clean exit."""
     try:
-        import uvloop
+        from hybridinfer.listener import new_event_loop
 
-        factory: Any = uvloop.new_event_loop
+        factory: Any = new_event_loop
     except ImportError:  # pragma: no cover - uvicorn[standard] brings uvloop
         factory = None
     try:
