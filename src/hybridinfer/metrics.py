@@ -12,6 +12,7 @@ the gateway: ``hybridinfer_model_cache_disk_used_ratio{node}``.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -120,6 +121,12 @@ class PlaneCollector(Collector):
             "hybridinfer_budget_limit",
             "Global budget for the period (0: unlimited).",
             budget.limit_global or 0.0,
+        )
+        yield GaugeMetricFamily(
+            "hybridinfer_gc_frozen_objects",
+            "Objects the garbage collector no longer walks: the start-up heap of a server "
+            "process (serving.freeze_startup_heap).",
+            gc.get_freeze_count(),
         )
         yield GaugeMetricFamily(
             "hybridinfer_task_queue_depth",

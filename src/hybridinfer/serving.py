@@ -14,6 +14,7 @@ With TLS, the protocol also puts the verified client certificate's subject in th
 from __future__ import annotations
 
 import asyncio
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -149,3 +150,17 @@ def client_certificate(scope: Any) -> str | None:
     tls = scope.get("extensions", {}).get("tls") or {}
     name = tls.get("client_cert_name")
     return str(name) if name else None
+
+
+def freeze_startup_heap() -> None:
+    """Put every object alive once a server has started (modules, models, the app) out of the
+    cyclic garbage collector's reach.
+
+    A full collection in a started gateway walks about 130,000 such objects, 75 ms on this
+    machine, a pause that lands on every request in flight; after the freeze only objects made
+    since are walked. Start-up objects are not garbage, so nothing is lost by not walking them.
+    For server processes only (``hybridinfer gateway``, ``up``, ``node``), not for a gateway
+    embedded in another program, whose heap is not ours to freeze.
+    """
+    gc.collect()
+    gc.freeze()

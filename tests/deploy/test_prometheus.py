@@ -157,3 +157,6 @@ def test_prometheus_scrapes_the_gateway_and_answers_the_request_counter(
         query(prometheus, expression)
     stages = query(prometheus, "sum by (stage) (hybridinfer_stage_seconds_count)")
     assert {sample["metric"]["stage"] for sample in stages} >= {"gateway", "execute"}
+    # The process froze its start-up heap: full collections do not walk it (GC pauses).
+    (frozen,) = query(prometheus, "hybridinfer_gc_frozen_objects")
+    assert float(frozen["value"][1]) > 50_000, frozen

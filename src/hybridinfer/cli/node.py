@@ -24,7 +24,7 @@ from hybridinfer.node.loader import ModelLoader
 from hybridinfer.node.puller import ModelPuller
 from hybridinfer.node.repository import ModelRepository
 from hybridinfer.schemas import Heartbeat, NodeRegistration
-from hybridinfer.serving import server_config
+from hybridinfer.serving import freeze_startup_heap, server_config
 from hybridinfer.settings import NodeSettings
 from hybridinfer.tls import client_context
 from hybridinfer.yamlfile import load_with_lines
@@ -162,6 +162,7 @@ async def serve_node(settings: NodeSettings) -> None:
             require_client_cert=settings.tls_require_client_cert,
         )
     )
+    freeze_startup_heap()  # the models are loaded: what is alive now lives as long as the node
     await server.serve()
 
 

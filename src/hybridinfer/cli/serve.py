@@ -26,7 +26,7 @@ from hybridinfer.cli.output import (
 from hybridinfer.controlplane import ControlPlane
 from hybridinfer.gateway.app import create_app
 from hybridinfer.llmserver import default_specs, llm_extra_installed, start_servers
-from hybridinfer.serving import gateway_server_config
+from hybridinfer.serving import freeze_startup_heap, gateway_server_config
 from hybridinfer.settings import Settings, load_settings
 from hybridinfer.supervisor import Supervised
 
@@ -55,6 +55,7 @@ async def serve_gateway(settings: Settings, cloud_node: list[str] | None = None)
         while not server.started and not serving.done():  # noqa: ASYNC110
             await asyncio.sleep(0.02)
         if server.started:
+            freeze_startup_heap()
             if cloud_node is not None:
                 env = {**os.environ, "HYBRIDINFER_NODE_TOKEN": _secret(settings.node_token)}
                 child = Supervised("cloud node", cloud_node, env)
