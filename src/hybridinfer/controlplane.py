@@ -140,6 +140,8 @@ class ControlPlane:
                 settings.retry_base_ms / 1000.0,
                 settings.retry_max_ms / 1000.0,
                 settings.attempt_timeout_ms / 1000.0 or None,
+                settings.attempt_timeout_factor,
+                settings.attempt_timeout_floor_ms / 1000.0,
             ),
             hedging=HedgePolicy(settings.hedge_delay_ms, settings.hedge_below_latency_ms),
         )

@@ -174,7 +174,19 @@ class Settings(BaseSettings):
         0,
         ge=0,
         description="Longest one try of a deployment may take, so a hung call is retried or "
-        "falls back in time (0: a try may use whatever is left of the request's deadline).",
+        "falls back in time (0: the adaptive bound, attempt_timeout_factor).",
+    )
+    attempt_timeout_factor: float = Field(
+        4.0,
+        ge=0.0,
+        description="Without attempt_timeout_ms: once a deployment has 5 observed answers, "
+        "one try of it may take this many times its p99 (at least attempt_timeout_floor_ms), "
+        "so a call into a cut link costs a few times its usual latency, not the deadline "
+        "(0: a try may use whatever is left of the request's deadline). Streamed chats are "
+        "not bounded by it.",
+    )
+    attempt_timeout_floor_ms: int = Field(
+        250, ge=1, description="The adaptive per-try bound is never below this."
     )
     hedge_delay_ms: float = Field(
         50.0,

@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from hybridinfer.decision import Decision
 from hybridinfer.errors import (
     DeadlineExceeded,
     HybridInferError,
@@ -61,10 +62,10 @@ def plan() -> Plan:
     return Plan(task="sentiment", subtasks=[classify], outputs={"label": "$classify.label"})
 
 
-async def execute(
-    script: dict[str, list[Outcome]], retries: Retries, timeout_s: float = 5.0
-) -> tuple[str, Trace, SequenceBackend]:
-    """Run one sentiment subtask with prefer=quality: cloud-1, then edge-1, then local."""
+def prepared(
+    script: dict[str, list[Outcome]], retries: Retries
+) -> tuple[Executor, Plan, dict[str, Decision], SequenceBackend]:
+    """One sentiment subtask decided with prefer=quality: cloud-1, then edge-1, then local."""
     backend = SequenceBackend(script)
     signals = Signals()
     policy = compile_policy("version: t")
@@ -73,6 +74,14 @@ async def execute(
     context = router.context(RouteOptions(prefer="quality"))
     decisions = {s.id: router.decide(s, context) for s in the_plan.subtasks}
     executor = Executor({"onnx": backend, "v2": backend}, signals, retry=retries)
+    return executor, the_plan, decisions, backend
+
+
+async def execute(
+    script: dict[str, list[Outcome]], retries: Retries, timeout_s: float = 5.0
+) -> tuple[str, Trace, SequenceBackend]:
+    """Run one sentiment subtask with prefer=quality: cloud-1, then edge-1, then local."""
+    executor, the_plan, decisions, backend = prepared(script, retries)
     trace = Trace(request_id="r")
     deadline = time.monotonic() + timeout_s
     results = await executor.run(the_plan, decisions, {"text": "hi"}, trace, deadline)
@@ -151,3 +160,31 @@ async def test_without_retries_a_failure_goes_straight_to_the_fallback() -> None
     )
     assert label == "from-edge-1"
     assert backend.calls == ["cloud-1", "edge-1"]
+
+
+def test_the_adaptive_bound_is_a_multiple_of_the_p99_above_a_floor_within_the_deadline() -> None:
+    adaptive = Retries(adaptive_factor=4.0, adaptive_floor_s=0.25)
+    assert adaptive.timeout_s(10.0) == 10.0  # p99 unknown yet: the rest of the deadline
+    assert adaptive.timeout_s(10.0, p99_s=0.5) == 2.0
+    assert adaptive.timeout_s(10.0, p99_s=0.01) == 0.25  # the floor
+    assert adaptive.timeout_s(1.5, p99_s=0.5) == 1.5  # never past the deadline
+    fixed = Retries(attempt_timeout_s=0.3, adaptive_factor=4.0)
+    assert fixed.timeout_s(10.0, p99_s=2.0) == 0.3  # a fixed bound wins
+    assert Retries().timeout_s(10.0, p99_s=0.01) == 10.0  # factor 0: off
+
+
+async def test_a_hung_call_of_a_fast_deployment_is_cut_at_its_adaptive_bound() -> None:
+    """cloud-1 answered in ~5 ms five times; then it hangs (a cut link): the try is cut at
+    the floor (0.1 s) and the fallback answers, long before the 5 s deadline."""
+    retries = Retries(attempts=1, adaptive_factor=4.0, adaptive_floor_s=0.1)
+    script: dict[str, list[Outcome]] = {"cloud-1": [(5.0, 0.9)], "edge-1": [0.8]}
+    executor, the_plan, decisions, _ = prepared(script, retries)
+    for _ in range(5):
+        executor.latencies.observe(decisions["classify"].chosen.deployment.id, 5.0)  # type: ignore[union-attr]
+    trace = Trace(request_id="r")
+    started = time.monotonic()
+    results = await executor.run(the_plan, decisions, {"text": "hi"}, trace, started + 5.0)
+    assert results["classify"].outputs["label"] == "from-edge-1"
+    assert time.monotonic() - started < 1.0
+    assert tries(trace) == [("cloud-1", "primary", 1, "error"), ("edge-1", "fallback", 1, "ok")]
+    assert "within 100 ms" in (trace.attempts[0].error or "")

@@ -37,6 +37,9 @@ Outcome = tuple[dict[str, Any], Attempt]
 LATE_TIMER_FRACTION = 0.5
 """A try's timer that fired later than this share of its timeout after it was due means the
 gateway's own event loop was behind: such a timeout does not count against the breaker."""
+TIMEOUT_SAMPLES = 5
+"""Answers of a deployment before its adaptive per-try bound applies (its p99 over so few is
+their maximum, a cautious start)."""
 
 
 @dataclass(slots=True)
@@ -281,7 +284,10 @@ class Executor:
         spill = not step.last and limiter.constrained  # others can take it: do not queue here
         try:
             async with asyncio.timeout(remaining), limiter.slot(subtask.priority, wait=not spill):
-                timeout_s = self.retry.timeout_s(deadline - time.monotonic())
+                p99_ms = self.latencies.quantile_ms(deployment.id, 0.99, TIMEOUT_SAMPLES)
+                timeout_s = self.retry.timeout_s(
+                    deadline - time.monotonic(), None if p99_ms is None else p99_ms / 1000.0
+                )
                 try_started = time.monotonic()
                 try:
                     async with asyncio.timeout(timeout_s):

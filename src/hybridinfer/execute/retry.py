@@ -46,15 +46,25 @@ class Retries:
     max_s: float = 1.0
     """Cap of one wait."""
     attempt_timeout_s: float | None = None
-    """Longest one try may take (None: whatever is left of the deadline)."""
+    """Longest one try may take, fixed (None: the adaptive bound below)."""
+    adaptive_factor: float = 0.0
+    """Without a fixed bound, a try of a deployment whose p99 is known may take this many
+    times that p99 (0: whatever is left of the deadline)."""
+    adaptive_floor_s: float = 0.25
+    """The adaptive bound is never below this."""
     rng: random.Random = field(default_factory=random.Random, compare=False)
 
     def wait_s(self, retry: int) -> float:
         """The wait before retry number ``retry`` (1 for the first retry)."""
         return full_jitter_s(self.base_s, self.max_s, retry - 1, self.rng)
 
-    def timeout_s(self, remaining_s: float) -> float:
-        """How long the next try may take, given what is left of the deadline."""
-        if self.attempt_timeout_s is None:
-            return remaining_s
-        return min(remaining_s, self.attempt_timeout_s)
+    def timeout_s(self, remaining_s: float, p99_s: float | None = None) -> float:
+        """How long the next try may take, given what is left of the deadline: the fixed
+        bound if there is one; else, once the deployment's p99 is known (``p99_s``),
+        ``adaptive_factor`` times it, at least ``adaptive_floor_s``. A call into a cut link
+        then costs a few times the deployment's usual latency, not the whole deadline."""
+        if self.attempt_timeout_s is not None:
+            return min(remaining_s, self.attempt_timeout_s)
+        if p99_s is not None and self.adaptive_factor > 0.0:
+            return min(remaining_s, max(self.adaptive_floor_s, self.adaptive_factor * p99_s))
+        return remaining_s
