@@ -8,7 +8,7 @@ import errno
 import socket
 import ssl
 from collections.abc import Iterator
-from pathlib import Path
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -56,89 +56,82 @@ def turns_until(loop: asyncio.AbstractEventLoop, done: object, limit: int) -> in
     return turns
 
 
-def test_a_burst_of_waiting_connections_is_accepted_in_a_few_turns(
-    loop: asyncio.AbstractEventLoop,
-) -> None:
-    server = loop.run_until_complete(
-        loop.create_server(Counting, "127.0.0.1", 0, backlog=WAITING + 10)
-    )
-    assert isinstance(server, BatchListener)
-    port = server.sockets[0].getsockname()[1]
-    clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(WAITING)]
+@contextmanager
+def serving(loop: asyncio.AbstractEventLoop, **options: Any) -> Iterator[Any]:
+    """A ``Counting`` server made by ``loop.create_server(**options)``, closed at the end."""
+    server = loop.run_until_complete(loop.create_server(Counting, **options))
     try:
-        # All of them wait in the kernel's accept queue; libuv would take one per turn.
-        turns = turns_until(loop, lambda: Counting.opened == WAITING, limit=50)
-        assert Counting.opened == WAITING
-        assert turns <= 5
+        yield server
     finally:
-        for client in clients:
-            client.close()
         server.close()
         loop.run_until_complete(server.wait_closed())
 
 
-def test_tls_connections_are_handshaken_and_served(
-    loop: asyncio.AbstractEventLoop, tmp_path: Path
-) -> None:
-    trustme = require("trustme")
-    ca = trustme.CA()
+def port_of(server: Any) -> int:
+    return int(server.sockets[0].getsockname()[1])
+
+
+@pytest.fixture
+def tls() -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """A server context with a certificate for 127.0.0.1 and a client context trusting it."""
+    ca = require("trustme").CA()
     server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ca.issue_cert("127.0.0.1").configure_cert(server_context)
     client_context = ssl.create_default_context()
     ca.configure_trust(client_context)
-    server = loop.run_until_complete(
-        loop.create_server(Counting, "127.0.0.1", 0, ssl=server_context)
+    return server_context, client_context
+
+
+async def ping(port: int, client_context: ssl.SSLContext) -> bytes:
+    reader, writer = await asyncio.open_connection(
+        "127.0.0.1", port, ssl=client_context, server_hostname="127.0.0.1"
     )
-    port = server.sockets[0].getsockname()[1]
+    writer.write(b"ping")
+    answer = await reader.readexactly(4)
+    writer.close()
+    return answer
 
-    async def ping() -> bytes:
-        reader, writer = await asyncio.open_connection(
-            "127.0.0.1", port, ssl=client_context, server_hostname="127.0.0.1"
-        )
-        writer.write(b"ping")
-        answer = await reader.readexactly(4)
-        writer.close()
-        return answer
 
-    try:
-        assert loop.run_until_complete(ping()) == b"pong"
-    finally:
-        server.close()
-        loop.run_until_complete(server.wait_closed())
+def test_a_burst_of_waiting_connections_is_accepted_in_a_few_turns(
+    loop: asyncio.AbstractEventLoop,
+) -> None:
+    with serving(loop, host="127.0.0.1", port=0, backlog=WAITING + 10) as server:
+        assert isinstance(server, BatchListener)
+        clients = [socket.create_connection(("127.0.0.1", port_of(server))) for _ in range(WAITING)]
+        try:
+            # All of them wait in the kernel's accept queue; libuv would take one per turn.
+            turns = turns_until(loop, lambda: Counting.opened == WAITING, limit=50)
+            assert Counting.opened == WAITING
+            assert turns <= 5
+        finally:
+            for client in clients:
+                client.close()
+
+
+def test_tls_connections_are_handshaken_and_served(
+    loop: asyncio.AbstractEventLoop, tls: tuple[ssl.SSLContext, ssl.SSLContext]
+) -> None:
+    server_context, client_context = tls
+    with serving(loop, host="127.0.0.1", port=0, ssl=server_context) as server:
+        assert loop.run_until_complete(ping(port_of(server), client_context)) == b"pong"
 
 
 def test_a_failed_handshake_concerns_only_that_client(
-    loop: asyncio.AbstractEventLoop,
+    loop: asyncio.AbstractEventLoop, tls: tuple[ssl.SSLContext, ssl.SSLContext]
 ) -> None:
-    trustme = require("trustme")
-    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    trustme.CA().issue_cert("127.0.0.1").configure_cert(server_context)
-    server = loop.run_until_complete(
-        loop.create_server(Counting, "127.0.0.1", 0, ssl=server_context)
-    )
-    port = server.sockets[0].getsockname()[1]
+    server_context, client_context = tls
 
-    async def plain_then_tls() -> bytes:
+    async def plain_then_tls(port: int) -> bytes:
         _, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(b"GET / HTTP/1.1\r\n\r\n")  # not a TLS hello: the handshake fails
         await writer.drain()
         await asyncio.sleep(0.2)
         writer.close()
-        trusting = ssl.create_default_context()
-        trusting.check_hostname = False
-        trusting.verify_mode = ssl.CERT_NONE
-        reader, tls_writer = await asyncio.open_connection("127.0.0.1", port, ssl=trusting)
-        tls_writer.write(b"ping")
-        answer = await reader.readexactly(4)
-        tls_writer.close()
-        return answer
+        return await ping(port, client_context)
 
-    try:
-        assert loop.run_until_complete(plain_then_tls()) == b"pong"
+    with serving(loop, host="127.0.0.1", port=0, ssl=server_context) as server:
+        assert loop.run_until_complete(plain_then_tls(port_of(server))) == b"pong"
         assert server.is_serving()
-    finally:
-        server.close()
-        loop.run_until_complete(server.wait_closed())
 
 
 def test_out_of_descriptors_pauses_accepting_then_resumes(
@@ -157,20 +150,17 @@ def test_out_of_descriptors_pauses_accepting_then_resumes(
 
     listening = Exhausted(socket.AF_INET, socket.SOCK_STREAM)
     listening.bind(("127.0.0.1", 0))
-    server = loop.run_until_complete(loop.create_server(Counting, sock=listening, backlog=8))
-    port = listening.getsockname()[1]
-    client = socket.create_connection(("127.0.0.1", port))
-    try:
-        # The first accept fails: no spinning on the readable socket; after the pause the
-        # waiting connection is accepted.
-        loop.run_until_complete(asyncio.sleep(0.01))
-        assert Counting.opened == 0
-        loop.run_until_complete(asyncio.sleep(0.2))
-        assert Counting.opened == 1
-    finally:
-        client.close()
-        server.close()
-        loop.run_until_complete(server.wait_closed())
+    with serving(loop, sock=listening, backlog=8) as server:
+        client = socket.create_connection(("127.0.0.1", port_of(server)))
+        try:
+            # The first accept fails: no spinning on the readable socket; after the pause the
+            # waiting connection is accepted.
+            loop.run_until_complete(asyncio.sleep(0.01))
+            assert Counting.opened == 0
+            loop.run_until_complete(asyncio.sleep(0.2))
+            assert Counting.opened == 1
+        finally:
+            client.close()
 
 
 def test_a_name_binds_every_address_it_resolves_to_on_one_port() -> None:
@@ -187,8 +177,5 @@ def test_a_name_binds_every_address_it_resolves_to_on_one_port() -> None:
 
 
 def test_other_servers_are_left_to_uvloop(loop: asyncio.AbstractEventLoop) -> None:
-    server = loop.run_until_complete(loop.create_server(Counting, "127.0.0.1", 0, reuse_port=True))
-    try:
+    with serving(loop, host="127.0.0.1", port=0, reuse_port=True) as server:
         assert not isinstance(server, BatchListener)
-    finally:
-        server.close()
