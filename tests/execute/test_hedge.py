@@ -3,7 +3,8 @@ from __future__ import annotations
 import time
 
 from hybridinfer.execute.executor import Executor
-from hybridinfer.execute.hedge import HedgePolicy, LatencyWindows
+from hybridinfer.execute.hedge import HedgePolicy
+from hybridinfer.execute.latencies import LatencyWindows
 from hybridinfer.plan import Plan, Privacy, Subtask
 from hybridinfer.route.budget import MemoryLedger
 from hybridinfer.route.policy import BudgetPolicy, compile_policy

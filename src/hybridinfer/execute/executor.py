@@ -24,7 +24,8 @@ from hybridinfer.execute.admission import PriorityLimiter
 from hybridinfer.execute.attempts import Step, chain, close_attempt, open_attempt, time_left
 from hybridinfer.execute.breaker import Breakers
 from hybridinfer.execute.chain import ChainRunner
-from hybridinfer.execute.hedge import HedgePolicy, LatencyWindows
+from hybridinfer.execute.hedge import HedgePolicy
+from hybridinfer.execute.latencies import LatencyWindows
 from hybridinfer.execute.retry import Retries
 from hybridinfer.execute.spend import SpendGuard
 from hybridinfer.plan import Plan, Subtask
