@@ -14,19 +14,6 @@ from hybridinfer.trace import Trace
 from tests.fakes import Outcome, SequenceBackend, hybrid_registry
 
 
-def test_p95_needs_enough_samples_and_tracks_the_tail() -> None:
-    windows = LatencyWindows(size=100, min_samples=20)
-    for latency in range(19):
-        windows.observe("d", float(latency))
-    assert windows.p95_ms("d") is None
-    for latency in range(19, 100):
-        windows.observe("d", float(latency))
-    assert windows.p95_ms("d") == 95.0
-    for _ in range(100):  # the window forgets old calls
-        windows.observe("d", 1.0)
-    assert windows.p95_ms("d") == 1.0
-
-
 def test_hedging_is_asked_for_or_follows_the_latency_slo() -> None:
     off = HedgePolicy(below_latency_ms=0.0)
     assert not off.wanted(None, 10.0)
