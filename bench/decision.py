@@ -9,12 +9,12 @@ from __future__ import annotations
 import time
 
 from bench.harness import percentiles, write_result
-from hybridinfer.plan import Privacy, Subtask
-from hybridinfer.registry import NodeRegistry
-from hybridinfer.route.policy import default_policy_path, load_policy
+from hybridinfer.core.plan import Privacy, Subtask
+from hybridinfer.core.topology import Deployment, Node, TensorSpec, Tier, Zone
+from hybridinfer.policy.document import default_policy_path, load_policy
 from hybridinfer.route.router import RouteOptions, Router
-from hybridinfer.route.signals import Signals
-from hybridinfer.topology import Deployment, Node, TensorSpec, Tier, Zone
+from hybridinfer.signals.ewma import Signals
+from hybridinfer.signals.registry import NodeRegistry
 
 ROUNDS = 3000
 

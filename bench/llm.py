@@ -20,9 +20,9 @@ import uvicorn
 from pydantic import SecretStr
 
 from bench.harness import free_port, machine, write_result
-from hybridinfer.controlplane import ControlPlane
+from hybridinfer.control.plane import ControlPlane
 from hybridinfer.gateway.app import create_app
-from hybridinfer.llmserver import LlmServer, default_specs, start_servers
+from hybridinfer.server.llmserver import LlmServer, default_specs, start_servers
 from hybridinfer.settings import Settings
 
 KEY = "bench-admin-key-0123456789"

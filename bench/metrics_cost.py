@@ -28,13 +28,13 @@ from pydantic import SecretStr
 
 from bench.harness import REPO, percentiles, write_result
 from bench.overhead import direct_runner
-from hybridinfer.controlplane import ControlPlane
-from hybridinfer.logs import configure_logging
-from hybridinfer.metrics import Metrics
+from hybridinfer.control.plane import ControlPlane
+from hybridinfer.core.schemas import InferRequest
+from hybridinfer.core.trace import Trace
 from hybridinfer.modelzoo import build_models
-from hybridinfer.schemas import InferRequest
+from hybridinfer.observe.logs import configure_logging
+from hybridinfer.observe.metrics import Metrics
 from hybridinfer.settings import Settings
-from hybridinfer.trace import Trace
 
 ROUNDS = 2000
 WARM_UP = 200

@@ -118,8 +118,8 @@ def run_load(port: int, concurrency: int, seconds: float) -> dict[str, Any]:
 
 def onnxruntime_alone(models_dir: Path, seconds: float) -> dict[str, Any]:
     """Inferences per second of the bare session, batch 1 and batch 64, one thread."""
-    from hybridinfer.catalog import find_model
-    from hybridinfer.onnxmodel import OnnxModel
+    from hybridinfer.models.catalog import find_model
+    from hybridinfer.models.onnxmodel import OnnxModel
 
     path, _ = find_model(models_dir, MODEL)
     model = OnnxModel(path)

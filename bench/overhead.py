@@ -19,7 +19,7 @@ import numpy as np
 import onnxruntime as ort
 
 from bench.harness import REPO, gateway_process, percentiles, write_result
-from hybridinfer.catalog import find_model
+from hybridinfer.models.catalog import find_model
 from hybridinfer.modelzoo import build_models
 
 KEY = "bench-admin-key-0123456789"

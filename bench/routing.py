@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from bench.harness import REPO, RESULTS, write_result
-from hybridinfer.route.deferral import (
+from hybridinfer.route.learned import FeatureTable
+from hybridinfer.routertraining.deferral import (
     DeferralCurve,
     deferral_curve,
     length_scores,
@@ -27,9 +28,14 @@ from hybridinfer.route.deferral import (
     random_scores,
     summarize,
 )
-from hybridinfer.route.learned import FeatureTable, open_embedder
-from hybridinfer.route.outcomes import default_data_dir, load_outcomes_dir
-from hybridinfer.route.training import fit_router, group_folds, mean_metrics, select_candidate
+from hybridinfer.routertraining.embedding import open_embedder
+from hybridinfer.routertraining.outcomes import default_data_dir, load_outcomes_dir
+from hybridinfer.routertraining.training import (
+    fit_router,
+    group_folds,
+    mean_metrics,
+    select_candidate,
+)
 
 OUTER_FOLDS = 5
 INNER_FOLDS = 4

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from hybridinfer.backends.base import Backend
+from hybridinfer.core.topology import Deployment, Node, TensorSpec, Tier, Zone
 from hybridinfer.errors import HybridInferError, UpstreamUnavailable
-from hybridinfer.registry import NodeRegistry
-from hybridinfer.topology import Deployment, Node, TensorSpec, Tier, Zone
+from hybridinfer.signals.registry import NodeRegistry
 
 
 def deployment(

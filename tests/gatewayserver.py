@@ -12,10 +12,10 @@ from contextlib import contextmanager
 
 import uvicorn
 
-from hybridinfer.controlplane import ControlPlane
+from hybridinfer.control.plane import ControlPlane
 from hybridinfer.gateway.app import create_app
-from hybridinfer.listener import new_event_loop
-from hybridinfer.serving import gateway_server_config
+from hybridinfer.server.listener import new_event_loop
+from hybridinfer.server.serving import gateway_server_config
 from hybridinfer.settings import Settings
 
 

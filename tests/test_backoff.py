@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import random
 
-from hybridinfer.backoff import Backoff, exponential_s, full_jitter_s
+from hybridinfer.core.backoff import Backoff, exponential_s, full_jitter_s
 
 
 def test_steps_double_from_one_to_sixty_four_seconds() -> None:

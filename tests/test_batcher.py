@@ -9,8 +9,8 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from hybridinfer.batcher import MicroBatcher
 from hybridinfer.errors import InvalidInput
+from hybridinfer.models.batcher import MicroBatcher
 
 
 class Doubler:

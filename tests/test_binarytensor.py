@@ -3,8 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hybridinfer.binarytensor import from_binary, split_body, to_binary
 from hybridinfer.errors import InvalidInput
+from hybridinfer.tensors.binary import from_binary, split_body, to_binary
 
 
 @pytest.mark.parametrize(

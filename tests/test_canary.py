@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from hybridinfer.canary import (
+from hybridinfer.errors import InvalidInput, NotFound
+from hybridinfer.policy.canary import (
     CANARY_STEPS,
     Change,
     InvalidTransition,
@@ -15,7 +16,6 @@ from hybridinfer.canary import (
     plan_rollback,
     summary,
 )
-from hybridinfer.errors import InvalidInput, NotFound
 
 
 def test_the_same_key_always_lands_on_the_same_side() -> None:

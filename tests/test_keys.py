@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from hybridinfer.control.keys import KeyRing, hash_key, key_id_of, verify_key
 from hybridinfer.errors import InvalidInput, NotFound, Unauthorized
-from hybridinfer.keys import KeyRing, hash_key, key_id_of, verify_key
 from hybridinfer.store.sql import SqlStore
 
 

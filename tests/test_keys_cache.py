@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from hybridinfer import keys as keys_module
+from hybridinfer.control import keys as keys_module
+from hybridinfer.control.keys import KeyRing, key_id_of
 from hybridinfer.errors import Unauthorized
-from hybridinfer.keys import KeyRing, key_id_of
 from hybridinfer.store.sql import SqlStore
 
 

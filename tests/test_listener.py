@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from hybridinfer import listener
-from hybridinfer.listener import BatchListener, Loop, bound_sockets
+from hybridinfer.server import listener
+from hybridinfer.server.listener import BatchListener, Loop, bound_sockets
 from tests.peers import require
 
 WAITING = 300

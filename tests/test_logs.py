@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from hybridinfer.logs import REQUEST_ID, configure_logging, request_context
-from hybridinfer.tracecontext import CURRENT, new_context
+from hybridinfer.core.tracecontext import CURRENT, new_context
+from hybridinfer.observe.logs import REQUEST_ID, configure_logging, request_context
 from tests.conftest import ADMIN_KEY, auth
 from tests.peers import gateway_process
 

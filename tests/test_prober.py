@@ -5,8 +5,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from hybridinfer.backends.base import Backend
-from hybridinfer.prober import NodeProber, update_rtt
-from hybridinfer.topology import Deployment, Node, NodeStatus
+from hybridinfer.control.prober import NodeProber, update_rtt
+from hybridinfer.core.topology import Deployment, Node, NodeStatus
 from tests.fakes import hybrid_registry
 
 

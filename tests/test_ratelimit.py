@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 import pytest
 
-from hybridinfer.cache.base import Addition, Cache, CacheUnavailable, Counter
+from hybridinfer.cache.base import Addition, Cache, Counter
 from hybridinfer.cache.memory import MemoryCache
-from hybridinfer.errors import RateLimited
-from hybridinfer.ratelimit import RateLimiter, RateLimitUnavailable
+from hybridinfer.control.ratelimit import RateLimiter
+from hybridinfer.errors import CacheUnavailable, RateLimited, RateLimitUnavailable
 from tests.services import cache, redis_url
 
 __all__ = ["cache", "redis_url"]

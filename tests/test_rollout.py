@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from hybridinfer.audit import SYSTEM, AuditLog
-from hybridinfer.rollout import RolloutMonitor, VersionFigures, verdict
-from hybridinfer.route.policy import PromoteWhen, compile_policy
+from hybridinfer.control.audit import SYSTEM, AuditLog
+from hybridinfer.control.rollout import RolloutMonitor, VersionFigures, verdict
+from hybridinfer.core.trace import Attempt, Trace
+from hybridinfer.policy.document import PromoteWhen, compile_policy
 from hybridinfer.store.sql import SqlStore
-from hybridinfer.trace import Attempt, Trace
 
 POLICY = compile_policy(
     """\

@@ -12,10 +12,10 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from hybridinfer.controlplane import ControlPlane
+from hybridinfer.control.plane import ControlPlane
+from hybridinfer.core.topology import Tier, Zone
 from hybridinfer.gateway.app import create_app
 from hybridinfer.settings import Settings
-from hybridinfer.topology import Tier, Zone
 from tests.conftest import auth
 from tests.fakes import deployment, node
 from tests.peers import serve_asgi

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hybridinfer.stats import TrafficWindow, answering_tier, latency_percentiles
-from hybridinfer.trace import Attempt, Trace
+from hybridinfer.core.trace import Attempt, Trace
+from hybridinfer.observe.stats import TrafficWindow, answering_tier, latency_percentiles
 
 
 class Clock:

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from hybridinfer.embedder import Embedder
 from hybridinfer.errors import InvalidInput
-from hybridinfer.summarize import ExtractiveSummarizer, LazyEmbedder, split_sentences
+from hybridinfer.models.embedder import Embedder
+from hybridinfer.steps.summaries import ExtractiveSummarizer, LazyEmbedder, split_sentences
 
 
 @pytest.fixture(scope="module")

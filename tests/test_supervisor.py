@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from hybridinfer.supervisor import Supervised, with_parent_death_signal
+from hybridinfer.server.supervisor import Supervised, with_parent_death_signal
 
 
 def alive(pid: int) -> bool:

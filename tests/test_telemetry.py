@@ -15,7 +15,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from hybridinfer.controlplane import ControlPlane
+from hybridinfer.control.plane import ControlPlane
 from hybridinfer.gateway.app import create_app
 from hybridinfer.settings import Settings
 from tests.conftest import auth

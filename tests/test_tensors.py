@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from hybridinfer.errors import InvalidInput
-from hybridinfer.tensors import to_array, to_tensor
+from hybridinfer.tensors.datatypes import to_array, to_tensor
 
 
 def test_round_trip_keeps_shape_datatype_and_values() -> None:

@@ -12,11 +12,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from hybridinfer.controlplane import ControlPlane
+from hybridinfer.control.plane import ControlPlane
+from hybridinfer.core.topology import Tier, Zone
+from hybridinfer.core.tracecontext import new_context, parse_traceparent
 from hybridinfer.gateway.app import create_app
 from hybridinfer.settings import Settings
-from hybridinfer.topology import Tier, Zone
-from hybridinfer.tracecontext import new_context, parse_traceparent
 from tests.conftest import auth
 from tests.fakes import deployment, node
 from tests.peers import serve_asgi

@@ -23,7 +23,7 @@ import psutil
 import yaml
 
 from bench.chaos.network import Namespace, Network
-from hybridinfer.supervisor import with_parent_death_signal
+from hybridinfer.server.supervisor import with_parent_death_signal
 
 KEY = "chaos-admin-key-0123456789"
 NODE_TOKEN = "chaos-node-token-0123456789"

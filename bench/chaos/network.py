@@ -26,7 +26,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hybridinfer.supervisor import with_parent_death_signal
+from hybridinfer.server.supervisor import with_parent_death_signal
 
 PREFIX = "hcx"
 REPO = Path(__file__).resolve().parents[2]

@@ -9,23 +9,41 @@ machine-readable ``code``. One handler (``gateway.middleware.ErrorMiddleware``) 
     ├── InvalidRequest (400 invalid_request)
     │   ├── InvalidJSON (400 invalid_json)
     │   └── InvalidInput (400 invalid_input)
-    ├── SchemaViolation (422 invalid_schema)
     ├── Unauthorized (401 unauthorized)
     ├── Forbidden (403 forbidden)
-    │   └── PrivacyViolation (403 privacy_violation)
+    │   ├── PrivacyViolation (403 privacy_violation)
+    │   └── PolicyDenied (403 policy_denied)
     ├── NotFound (404 not_found)
     │   ├── UnknownTask (404 unknown_task)
     │   └── UnknownModel (404 unknown_model)
+    ├── MethodNotAllowed (405 method_not_allowed)
     ├── RequestTimeout (408 request_timeout)
+    ├── Conflict (409 conflict)
+    │   ├── StoreConflict (409 conflict: a row exists already)
+    │   │   └── ConcurrentChange (409 policy_changed_concurrently)
+    │   ├── PolicyConflict (409 policy_version_exists)
+    │   ├── InvalidTransition (409 invalid_transition)
+    │   └── IdempotencyKeyReused (409 idempotency_key_reused)
     ├── PayloadTooLarge (413 payload_too_large)
+    ├── SchemaViolation (422 invalid_schema)
+    │   ├── InvalidPolicy (422 invalid_policy)
+    │   └── InvalidRules (422 invalid_rules)
     ├── RateLimited (429 rate_limited, Retry-After)
+    │   └── BudgetExhausted (429 budget_exhausted)
     ├── UpstreamError (502 upstream_failed)
     │   ├── UpstreamUnavailable (502 upstream_unavailable)
     │   └── UpstreamRejected (502 upstream_rejected)
     ├── NoCapacity (503 no_capacity; Retry-After when it passes by itself)
     │   └── Overloaded (503 overloaded, Retry-After)
+    ├── ServiceUnavailable (503 service_unavailable: a service of our own state is away)
+    │   ├── StoreUnavailable (503 store_unavailable)
+    │   ├── CacheUnavailable (503 cache_unavailable)
+    │   ├── QueueUnavailable (503 queue_unavailable)
+    │   └── RateLimitUnavailable (503 rate_limit_unavailable, Retry-After)
     ├── DeadlineExceeded (504 deadline_exceeded)
     └── ConfigError (500 invalid_config; raised at start-up, never per request)
+
+Every subclass lives in this module, so this drawing is the whole tree.
 """
 
 from __future__ import annotations
@@ -70,6 +88,18 @@ class SchemaViolation(HybridInferError):
     code = "invalid_schema"
 
 
+class InvalidPolicy(SchemaViolation):
+    """A policy document that does not validate (the message names its line)."""
+
+    code = "invalid_policy"
+
+
+class InvalidRules(SchemaViolation):
+    """A rule table sent to the running gateway does not validate (422, names the line)."""
+
+    code = "invalid_rules"
+
+
 class Unauthorized(HybridInferError):
     status_code = 401
     code = "unauthorized"
@@ -82,6 +112,12 @@ class Forbidden(HybridInferError):
 
 class PrivacyViolation(Forbidden):
     code = "privacy_violation"
+
+
+class PolicyDenied(Forbidden):
+    """A policy rule with action ``deny`` matched the subtask."""
+
+    code = "policy_denied"
 
 
 class NotFound(HybridInferError):
@@ -97,6 +133,11 @@ class UnknownModel(NotFound):
     code = "unknown_model"
 
 
+class MethodNotAllowed(HybridInferError):
+    status_code = 405
+    code = "method_not_allowed"
+
+
 class RequestTimeout(HybridInferError):
     """The client sent its request too slowly; the connection is closed after the answer."""
 
@@ -105,6 +146,42 @@ class RequestTimeout(HybridInferError):
 
     def headers(self) -> dict[str, str]:
         return {"Connection": "close"}
+
+
+class Conflict(HybridInferError):
+    """The request contradicts state that exists already."""
+
+    status_code = 409
+    code = "conflict"
+
+
+class StoreConflict(Conflict):
+    """A write broke a uniqueness rule (the row exists already)."""
+
+
+class ConcurrentChange(StoreConflict):
+    """Another replica moved the policy version's state first (compare-and-set lost)."""
+
+    code = "policy_changed_concurrently"
+
+
+class PolicyConflict(Conflict):
+    """A policy version that exists already was sent with another body (versions are
+    immutable)."""
+
+    code = "policy_version_exists"
+
+
+class InvalidTransition(Conflict):
+    """A canary move the version's current state does not allow."""
+
+    code = "invalid_transition"
+
+
+class IdempotencyKeyReused(Conflict):
+    """An ``Idempotency-Key`` sent again with another body."""
+
+    code = "idempotency_key_reused"
 
 
 class PayloadTooLarge(HybridInferError):
@@ -122,6 +199,12 @@ class RateLimited(HybridInferError):
 
     def headers(self) -> dict[str, str]:
         return {"Retry-After": str(max(1, round(self.retry_after_s)))}
+
+
+class BudgetExhausted(RateLimited):
+    """The policy's (or the key's) spend budget for the window is used up."""
+
+    code = "budget_exhausted"
 
 
 class UpstreamError(HybridInferError):
@@ -175,6 +258,38 @@ class Overloaded(NoCapacity):
 
     def __init__(self, message: str, *, retry_after_s: float, code: str | None = None) -> None:
         super().__init__(message, code=code, retry_after_s=retry_after_s)
+
+
+class ServiceUnavailable(HybridInferError):
+    """A service our own state lives in (store, cache, queue) cannot be reached."""
+
+    status_code = 503
+    code = "service_unavailable"
+
+
+class StoreUnavailable(ServiceUnavailable):
+    code = "store_unavailable"
+
+
+class CacheUnavailable(ServiceUnavailable):
+    """The cache server cannot be reached (or answered with an error)."""
+
+    code = "cache_unavailable"
+
+
+class QueueUnavailable(ServiceUnavailable):
+    """The queue server cannot be reached (or refused an operation)."""
+
+    code = "queue_unavailable"
+
+
+class RateLimitUnavailable(ServiceUnavailable):
+    """Fail-closed, and the shared counters cannot be reached."""
+
+    code = "rate_limit_unavailable"
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": "1"}
 
 
 class DeadlineExceeded(HybridInferError):

@@ -18,9 +18,9 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from hybridinfer.core.schemas import NodeRegistration
+from hybridinfer.core.topology import Tier, Zone
 from hybridinfer.errors import ConfigError
-from hybridinfer.schemas import NodeRegistration
-from hybridinfer.topology import Tier, Zone
 from hybridinfer.yamlfile import load_with_lines, parse_document
 
 

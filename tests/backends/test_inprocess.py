@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from hybridinfer.backends.inprocess import InProcessBackend, LocalOperation
+from hybridinfer.core.topology import Node, Tier, Zone
 from hybridinfer.errors import DeadlineExceeded, UpstreamError
 from hybridinfer.privacy.pseudonym import redact_step, restore_step
-from hybridinfer.topology import Node, Tier, Zone
 
 
 def slow(inputs: Mapping[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import pytest
 from aiohttp import web
 
 from hybridinfer.backends.openai import OpenAIBackend
+from hybridinfer.core.topology import Deployment, Node, Tier, Zone
 from hybridinfer.errors import (
     DeadlineExceeded,
     HybridInferError,
@@ -18,7 +19,6 @@ from hybridinfer.errors import (
     UpstreamRejected,
     UpstreamUnavailable,
 )
-from hybridinfer.topology import Deployment, Node, Tier, Zone
 
 STATE = web.AppKey("state", dict[str, str])
 MESSAGES = {"messages": [{"role": "user", "content": "hi"}]}

@@ -14,8 +14,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from hybridinfer.backends.tfserving import TFServingBackend
+from hybridinfer.core.topology import Deployment, Node, TensorSpec, Tier, Zone
 from hybridinfer.errors import UpstreamError, UpstreamRejected, UpstreamUnavailable
-from hybridinfer.topology import Deployment, Node, TensorSpec, Tier, Zone
 from tests.peers import free_port, serve_asgi
 
 SEEN: list[tuple[str, dict[str, Any]]] = []

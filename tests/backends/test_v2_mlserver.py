@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from hybridinfer.backends.v2 import V2Backend
+from hybridinfer.core.topology import Deployment, Node, TensorSpec, Tier, Zone
 from hybridinfer.errors import UpstreamRejected
-from hybridinfer.topology import Deployment, Node, TensorSpec, Tier, Zone
 from tests.conftest import REPO
 from tests.peers import free_port, require, wait_for
 

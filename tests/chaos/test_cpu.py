@@ -12,7 +12,7 @@ from bench.chaos.cluster import Cluster
 from bench.chaos.load import Load, Outcome, Row, record
 from bench.chaos.network import Network
 
-from hybridinfer.supervisor import with_parent_death_signal
+from hybridinfer.server.supervisor import with_parent_death_signal
 from tests.chaos.workload import NodeWatch, sentiment, uncertain_sentiment
 
 pytestmark = pytest.mark.integration

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from hybridinfer.cli import main
-from hybridinfer.keys import key_id_of
+from hybridinfer.control.keys import key_id_of
 from tests.conftest import ADMIN_KEY, auth
 from tests.peers import gateway_process
 

@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import pytest
 
+from hybridinfer.core.plan import Privacy
 from hybridinfer.decompose.decomposer import Decomposer
 from hybridinfer.decompose.privacy import holds_personal_data
 from hybridinfer.decompose.rules import default_rules_path, load_rules
-from hybridinfer.plan import Privacy
 
 
 @pytest.fixture

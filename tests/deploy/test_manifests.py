@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from hybridinfer.route.policy import compile_policy
+from hybridinfer.policy.document import compile_policy
 from hybridinfer.settings import NodeSettings, Settings, refuse_secrets_in_file
 from hybridinfer.yamlfile import load_with_lines, parse_document
 from tests.conftest import REPO

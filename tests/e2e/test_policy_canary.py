@@ -12,8 +12,8 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from hybridinfer.canary import on_canary_side
 from hybridinfer.cli import main
+from hybridinfer.policy.canary import on_canary_side
 from tests.conftest import ADMIN_KEY
 from tests.scaleout.conftest import _start, wait_ready
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+from hybridinfer.core.plan import Plan, Subtask
+from hybridinfer.core.trace import Trace
 from hybridinfer.errors import (
     DeadlineExceeded,
     InvalidInput,
@@ -11,13 +13,11 @@ from hybridinfer.errors import (
     UpstreamRejected,
     UpstreamUnavailable,
 )
-from hybridinfer.execute.breaker import Breakers, BreakerState
 from hybridinfer.execute.executor import Executor
-from hybridinfer.plan import Plan, Subtask
-from hybridinfer.route.policy import compile_policy
+from hybridinfer.policy.document import compile_policy
 from hybridinfer.route.router import RouteOptions, Router
-from hybridinfer.route.signals import Signals
-from hybridinfer.trace import Trace
+from hybridinfer.signals.breaker import Breakers, BreakerState
+from hybridinfer.signals.ewma import Signals
 from tests.fakes import ScriptedBackend, hybrid_registry
 
 

@@ -5,15 +5,15 @@ import subprocess
 import sys
 import time
 
+from hybridinfer.core.plan import Plan, Privacy, Subtask
+from hybridinfer.core.topology import Node, Tier, Zone
+from hybridinfer.core.trace import Trace
 from hybridinfer.execute.admission import PriorityLimiter
 from hybridinfer.execute.cpuload import CpuTimes, LocalCpu, read_cpu_times
 from hybridinfer.execute.executor import Admission, Executor
-from hybridinfer.plan import Plan, Privacy, Subtask
-from hybridinfer.route.policy import compile_policy
+from hybridinfer.policy.document import compile_policy
 from hybridinfer.route.router import RouteOptions, Router
-from hybridinfer.route.signals import Signals
-from hybridinfer.topology import Node, Tier, Zone
-from hybridinfer.trace import Trace
+from hybridinfer.signals.ewma import Signals
 from tests.fakes import SequenceBackend, hybrid_registry
 
 

@@ -2,13 +2,13 @@ from __future__ import annotations
 
 import time
 
+from hybridinfer.core.plan import Plan, Subtask
+from hybridinfer.core.trace import Trace
 from hybridinfer.errors import UpstreamUnavailable
 from hybridinfer.execute.executor import Executor
-from hybridinfer.plan import Plan, Subtask
-from hybridinfer.route.policy import CompiledPolicy, compile_policy
+from hybridinfer.policy.document import CompiledPolicy, compile_policy
 from hybridinfer.route.router import RouteOptions, Router
-from hybridinfer.route.signals import Signals
-from hybridinfer.trace import Trace
+from hybridinfer.signals.ewma import Signals
 from tests.fakes import ScriptedBackend, hybrid_registry
 
 

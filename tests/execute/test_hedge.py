@@ -2,15 +2,15 @@ from __future__ import annotations
 
 import time
 
+from hybridinfer.core.plan import Plan, Privacy, Subtask
+from hybridinfer.core.trace import Trace
 from hybridinfer.execute.executor import Executor
 from hybridinfer.execute.hedge import HedgePolicy
-from hybridinfer.execute.latencies import LatencyWindows
-from hybridinfer.plan import Plan, Privacy, Subtask
-from hybridinfer.route.budget import MemoryLedger
-from hybridinfer.route.policy import BudgetPolicy, compile_policy
+from hybridinfer.policy.document import BudgetPolicy, compile_policy
 from hybridinfer.route.router import RouteOptions, Router
-from hybridinfer.route.signals import Signals
-from hybridinfer.trace import Trace
+from hybridinfer.signals.budget import MemoryLedger
+from hybridinfer.signals.ewma import Signals
+from hybridinfer.signals.latencies import LatencyWindows
 from tests.fakes import Outcome, SequenceBackend, hybrid_registry
 
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from hybridinfer.execute.latencies import LatencyWindows
+from hybridinfer.signals.latencies import LatencyWindows
 
 
 def test_p95_needs_enough_samples_and_tracks_the_tail() -> None:

@@ -5,7 +5,9 @@ import time
 
 import pytest
 
-from hybridinfer.decision import Decision
+from hybridinfer.core.decision import Decision
+from hybridinfer.core.plan import Plan, Subtask
+from hybridinfer.core.trace import Trace
 from hybridinfer.errors import (
     DeadlineExceeded,
     HybridInferError,
@@ -16,11 +18,9 @@ from hybridinfer.errors import (
 )
 from hybridinfer.execute.executor import Executor
 from hybridinfer.execute.retry import Retries, retryable
-from hybridinfer.plan import Plan, Subtask
-from hybridinfer.route.policy import compile_policy
+from hybridinfer.policy.document import compile_policy
 from hybridinfer.route.router import RouteOptions, Router
-from hybridinfer.route.signals import Signals
-from hybridinfer.trace import Trace
+from hybridinfer.signals.ewma import Signals
 from tests.fakes import Outcome, SequenceBackend, hybrid_registry
 
 

@@ -9,17 +9,17 @@ from typing import Any
 import pytest
 
 from hybridinfer.backends.base import Backend
-from hybridinfer.errors import UpstreamUnavailable
+from hybridinfer.core.plan import Subtask
+from hybridinfer.core.topology import Deployment, Node, Tier, Zone
+from hybridinfer.core.trace import Trace
+from hybridinfer.errors import BudgetExhausted, UpstreamUnavailable
 from hybridinfer.execute.spend import SpendGuard
 from hybridinfer.execute.streaming import StreamExecutor
-from hybridinfer.plan import Subtask
-from hybridinfer.registry import NodeRegistry
-from hybridinfer.route.budget import MemoryLedger
-from hybridinfer.route.policy import BudgetPolicy, compile_policy
-from hybridinfer.route.router import BudgetExhausted, RouteOptions, Router
-from hybridinfer.route.signals import Signals
-from hybridinfer.topology import Deployment, Node, Tier, Zone
-from hybridinfer.trace import Trace
+from hybridinfer.policy.document import BudgetPolicy, compile_policy
+from hybridinfer.route.router import RouteOptions, Router
+from hybridinfer.signals.budget import MemoryLedger
+from hybridinfer.signals.ewma import Signals
+from hybridinfer.signals.registry import NodeRegistry
 from tests.fakes import deployment, node
 
 ONE_CALL = BudgetPolicy(global_limit=0.0015)

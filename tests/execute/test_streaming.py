@@ -5,15 +5,15 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from hybridinfer.backends.base import Backend
+from hybridinfer.core.plan import Subtask
+from hybridinfer.core.topology import Deployment, Node
+from hybridinfer.core.trace import Trace
 from hybridinfer.errors import HybridInferError, UpstreamError, UpstreamRejected
 from hybridinfer.execute.retry import Retries
 from hybridinfer.execute.streaming import StreamExecutor
-from hybridinfer.plan import Subtask
-from hybridinfer.route.policy import compile_policy
+from hybridinfer.policy.document import compile_policy
 from hybridinfer.route.router import RouteOptions, Router
-from hybridinfer.route.signals import Signals
-from hybridinfer.topology import Deployment, Node
-from hybridinfer.trace import Trace
+from hybridinfer.signals.ewma import Signals
 from tests.fakes import hybrid_registry
 
 

@@ -8,7 +8,7 @@ import orjson
 import pytest
 from starlette.testclient import TestClient
 
-from hybridinfer.controlplane import ControlPlane
+from hybridinfer.control.plane import ControlPlane
 from hybridinfer.gateway.app import create_app
 from hybridinfer.settings import Settings
 from tests.peers import node_process

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from starlette.testclient import TestClient
 
-from hybridinfer.controlplane import ControlPlane
+from hybridinfer.control.plane import ControlPlane
 from hybridinfer.gateway.app import create_app
 from hybridinfer.settings import Settings
 from tests.conftest import NODE_TOKEN, auth
@@ -310,7 +310,7 @@ def test_scopes_are_enforced(client: TestClient, plane: ControlPlane) -> None:
 
 
 def test_revoked_keys_are_refused(client: TestClient, plane: ControlPlane) -> None:
-    from hybridinfer.keys import key_id_of
+    from hybridinfer.control.keys import key_id_of
 
     key = client.portal.call(plane.keys.create, "temp", {"infer"})  # type: ignore[union-attr]
     body = {"task": "sentiment", "inputs": {"text": "a"}}

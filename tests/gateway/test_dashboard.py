@@ -15,7 +15,7 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from hybridinfer.catalog import deployment_info
+from hybridinfer.models.catalog import deployment_info
 from tests.conftest import ADMIN_KEY, NODE_TOKEN, REPO, auth
 from tests.peers import gateway_process, require
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from starlette.testclient import TestClient
 
-from hybridinfer.controlplane import ControlPlane
+from hybridinfer.control.plane import ControlPlane
 from hybridinfer.gateway.app import create_app
 from hybridinfer.settings import Settings
 from tests.conftest import ADMIN_KEY, NODE_TOKEN, auth

@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from pydantic import SecretStr
 from starlette.testclient import TestClient
 
+from hybridinfer.core.schemas import DeploymentInfo, NodeRegistration
+from hybridinfer.core.topology import Tier, Zone
 from hybridinfer.gateway.openapi import endpoints, is_public
-from hybridinfer.schemas import DeploymentInfo, NodeRegistration
 from hybridinfer.settings import Settings
-from hybridinfer.topology import Tier, Zone
 from tests.conftest import ADMIN_KEY, NODE_TOKEN
 from tests.gatewayserver import running_gateway
 from tests.peers import free_port, require

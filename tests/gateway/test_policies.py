@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from starlette.testclient import TestClient
 
-from hybridinfer.controlplane import ControlPlane
+from hybridinfer.control.plane import ControlPlane
 from tests.conftest import auth
 
 GOOD = """\

@@ -8,7 +8,7 @@ import time
 
 from starlette.testclient import TestClient
 
-from hybridinfer.catalog import deployment_info
+from hybridinfer.models.catalog import deployment_info
 from tests.conftest import NODE_TOKEN, auth
 
 MODEL = "sentiment-small"

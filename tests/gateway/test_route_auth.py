@@ -12,9 +12,9 @@ import pytest
 from starlette.routing import Mount, Route
 from starlette.testclient import TestClient
 
-from hybridinfer.controlplane import ControlPlane
+from hybridinfer.control.keys import key_id_of
+from hybridinfer.control.plane import ControlPlane
 from hybridinfer.gateway.middleware import PUBLIC_PATHS, PUBLIC_PREFIXES
-from hybridinfer.keys import key_id_of
 from tests.conftest import ADMIN_KEY, NODE_TOKEN, auth
 
 DOCUMENTED_PUBLIC = {"/healthz", "/readyz", "/ui", "/openapi.json"}

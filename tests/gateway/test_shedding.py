@@ -9,7 +9,7 @@ import pytest
 from starlette.types import Message, Receive, Scope, Send
 
 from hybridinfer.errors import Overloaded
-from hybridinfer.gateway.shedding import GatewayLoad, LoadShedder
+from hybridinfer.server.shedding import GatewayLoad, LoadShedder
 
 
 class Blocking:

@@ -7,7 +7,7 @@ from typing import Any
 
 from starlette.testclient import TestClient
 
-from hybridinfer.controlplane import ControlPlane
+from hybridinfer.control.plane import ControlPlane
 from tests.conftest import auth
 
 SENTIMENT = {"task": "sentiment", "inputs": {"text": "I love this"}}

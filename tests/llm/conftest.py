@@ -23,16 +23,16 @@ import pytest
 import uvicorn
 from pydantic import SecretStr
 
-from hybridinfer.controlplane import ControlPlane
+from hybridinfer.control.plane import ControlPlane
 from hybridinfer.gateway.app import create_app
-from hybridinfer.llmserver import LlmServer, LlmSpec, default_specs, free_port
+from hybridinfer.server.llmserver import LlmServer, LlmSpec, default_specs, free_port
 from hybridinfer.settings import Settings
 from tests.conftest import ADMIN_KEY, NODE_TOKEN
 
 
 def require_llm_extra() -> None:
     """Skip without the `llm` extra; under CI, fail instead."""
-    from hybridinfer.llmserver import llm_extra_installed
+    from hybridinfer.server.llmserver import llm_extra_installed
 
     if llm_extra_installed() and importlib.util.find_spec("openai") is not None:
         return

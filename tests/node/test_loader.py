@@ -15,13 +15,13 @@ import orjson
 import pytest
 from starlette.testclient import TestClient
 
-from hybridinfer.backoff import Backoff
 from hybridinfer.cli.node import measure_load
+from hybridinfer.core.backoff import Backoff
+from hybridinfer.core.topology import Node, Tier, Zone
 from hybridinfer.node.app import create_node_app
 from hybridinfer.node.loader import ModelLoader
 from hybridinfer.node.repository import ModelRepository
-from hybridinfer.registry import NodeRegistry
-from hybridinfer.topology import Node, Tier, Zone
+from hybridinfer.signals.registry import NodeRegistry
 from tests.peers import node_process
 
 

@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
-from hybridinfer.modelstore import ModelStore
+from hybridinfer.models.store import ModelStore
 from hybridinfer.objectstore.base import ObjectStore
 from hybridinfer.objectstore.filesystem import FilesystemStore
 from hybridinfer.objectstore.server import create_object_app

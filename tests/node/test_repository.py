@@ -11,7 +11,7 @@ import orjson
 import pytest
 from starlette.testclient import TestClient
 
-from hybridinfer.artifact import file_sha256
+from hybridinfer.models.artifact import file_sha256
 from hybridinfer.node.app import create_node_app
 from hybridinfer.node.repository import ModelRepository
 

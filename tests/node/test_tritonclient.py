@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hybridinfer.catalog import find_model
-from hybridinfer.onnxmodel import OnnxModel
+from hybridinfer.models.catalog import find_model
+from hybridinfer.models.onnxmodel import OnnxModel
 from tests.peers import node_process, require
 
 pytestmark = pytest.mark.integration

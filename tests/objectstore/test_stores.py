@@ -10,7 +10,7 @@ import urllib.request
 import pytest
 
 from hybridinfer.errors import InvalidInput, NotFound
-from hybridinfer.modelstore import ModelStore
+from hybridinfer.models.store import ModelStore
 from hybridinfer.objectstore.base import ObjectStore
 
 pytestmark = pytest.mark.integration

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hybridinfer.embedder import Embedder
+from hybridinfer.models.embedder import Embedder
 from hybridinfer.modelzoo.minilm import NAME, VERSION, build_minilm
 from tests.conftest import REPO
 

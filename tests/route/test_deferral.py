@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hybridinfer.route.deferral import (
+from hybridinfer.routertraining.deferral import (
     apgr,
     cpt,
     deferral_curve,

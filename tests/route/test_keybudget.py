@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from hybridinfer.route.budget import MemoryLedger
-from hybridinfer.route.keybudget import KeyBudgetLedger
-from hybridinfer.route.policy import BudgetPolicy
+from hybridinfer.policy.document import BudgetPolicy
+from hybridinfer.signals.budget import MemoryLedger
+from hybridinfer.signals.keybudget import KeyBudgetLedger
 
 POLICY = BudgetPolicy(per_key_limit=1.0)
 

@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hybridinfer.embedder import Embedder
 from hybridinfer.errors import ConfigError, InvalidInput
-from hybridinfer.route.deferral import deferral_curve, summarize
+from hybridinfer.models.embedder import Embedder
 from hybridinfer.route.learned import FeatureTable, LearnedRouter, bundled_router_path
-from hybridinfer.route.outcomes import Outcomes, default_data_dir, load_outcomes_dir
-from hybridinfer.route.training import Candidate, fit_router, group_folds, train_router
+from hybridinfer.routertraining.deferral import deferral_curve, summarize
+from hybridinfer.routertraining.outcomes import Outcomes, default_data_dir, load_outcomes_dir
+from hybridinfer.routertraining.training import Candidate, fit_router, group_folds, train_router
 
 SUBJECTS = 6
 ROWS_PER_SUBJECT = 40
@@ -123,7 +123,8 @@ def test_scoring_needs_neither_sklearn_nor_torch(minilm_models_dir: Path) -> Non
     program = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from hybridinfer.route.learned import LearnedRouter, bundled_router_path, open_embedder\n"
+        "from hybridinfer.route.learned import LearnedRouter, bundled_router_path\n"
+        "from hybridinfer.routertraining.embedding import open_embedder\n"
         "router = LearnedRouter.load(bundled_router_path())\n"
         f"embedder = open_embedder(Path({str(minilm_models_dir)!r}), router.embedder)\n"
         "print(router.score(['What is 2 + 2?'], embedder)[0])\n"

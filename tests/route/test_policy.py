@@ -9,13 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hybridinfer.decision import Decision
-from hybridinfer.errors import ConfigError
-from hybridinfer.plan import Privacy, Subtask
-from hybridinfer.registry import NodeRegistry
-from hybridinfer.route.budget import MemoryLedger
-from hybridinfer.route.calibration import resolve_threshold
-from hybridinfer.route.policy import (
+from hybridinfer.core.decision import Decision
+from hybridinfer.core.plan import Privacy, Subtask
+from hybridinfer.core.topology import Tier, Zone
+from hybridinfer.errors import BudgetExhausted, ConfigError, PolicyDenied
+from hybridinfer.policy.document import (
     BudgetPolicy,
     CascadeRule,
     CompiledPolicy,
@@ -23,9 +21,11 @@ from hybridinfer.route.policy import (
     default_policy_path,
     load_policy,
 )
-from hybridinfer.route.router import BudgetExhausted, PolicyDenied, RouteOptions, Router
-from hybridinfer.route.signals import Signals
-from hybridinfer.topology import Tier, Zone
+from hybridinfer.route.calibration import resolve_threshold
+from hybridinfer.route.router import RouteOptions, Router
+from hybridinfer.signals.budget import MemoryLedger
+from hybridinfer.signals.ewma import Signals
+from hybridinfer.signals.registry import NodeRegistry
 from tests.fakes import hybrid_registry
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 
 from hybridinfer.errors import ConfigError
-from hybridinfer.route.policy import compile_policy, default_policy_path
+from hybridinfer.policy.document import compile_policy, default_policy_path
 from tests.documentfuzz import documents
 
 DEFAULT = default_policy_path().read_text(encoding="utf-8")

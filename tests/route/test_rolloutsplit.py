@@ -2,14 +2,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from hybridinfer.canary import on_canary_side
-from hybridinfer.decision import Decision
-from hybridinfer.plan import Subtask
-from hybridinfer.registry import NodeRegistry
-from hybridinfer.route.policy import ModelRollout, compile_policy
+from hybridinfer.core.decision import Decision
+from hybridinfer.core.plan import Subtask
+from hybridinfer.core.topology import NodeStatus, Tier, Zone
+from hybridinfer.policy.canary import on_canary_side
+from hybridinfer.policy.document import ModelRollout, compile_policy
 from hybridinfer.route.router import RouteOptions, Router
-from hybridinfer.route.signals import Signals
-from hybridinfer.topology import NodeStatus, Tier, Zone
+from hybridinfer.signals.ewma import Signals
+from hybridinfer.signals.registry import NodeRegistry
 from tests.fakes import deployment, node
 
 ROLLOUT = """\

@@ -2,14 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from hybridinfer.decision import Decision
+from hybridinfer.core.decision import Decision
+from hybridinfer.core.plan import Privacy, Subtask
+from hybridinfer.core.topology import NodeStatus
 from hybridinfer.errors import NoCapacity, PrivacyViolation
-from hybridinfer.plan import Privacy, Subtask
-from hybridinfer.registry import NodeRegistry
-from hybridinfer.route.policy import CompiledPolicy, compile_policy
+from hybridinfer.policy.document import CompiledPolicy, compile_policy
 from hybridinfer.route.router import RouteOptions, Router
-from hybridinfer.route.signals import Signals
-from hybridinfer.topology import NodeStatus
+from hybridinfer.signals.ewma import Signals
+from hybridinfer.signals.registry import NodeRegistry
 from tests.fakes import hybrid_registry
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 
 from hybridinfer.cache.base import Cache
-from hybridinfer.route.policy import BudgetPolicy
-from hybridinfer.route.sharedledger import CacheLedger
+from hybridinfer.policy.document import BudgetPolicy
+from hybridinfer.signals.sharedledger import CacheLedger
 from tests.services import cache, redis_url
 
 __all__ = ["cache", "redis_url"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hybridinfer.audit import SYSTEM, AuditLog
+from hybridinfer.control.audit import SYSTEM, AuditLog
 from hybridinfer.store.sql import SqlStore
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from hybridinfer.canary import Change, plan_canary, plan_promote
-from hybridinfer.store.policystates import ConcurrentChange, PolicyStates
+from hybridinfer.errors import ConcurrentChange
+from hybridinfer.policy.canary import Change, plan_canary, plan_promote
+from hybridinfer.store.policystates import PolicyStates
 from hybridinfer.store.sql import SqlStore
 
 

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from hybridinfer.store.sql import SqlStore, StoreUnavailable
+from hybridinfer.core.trace import Trace
+from hybridinfer.errors import StoreUnavailable
+from hybridinfer.store.sql import SqlStore
 from hybridinfer.store.tracesink import TraceSink
-from hybridinfer.trace import Trace
 
 
 def finished(request_id: str, status: str = "ok") -> Trace:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+from hybridinfer.store.jobs import TaskStore
 from hybridinfer.store.sql import SqlStore
-from hybridinfer.store.tasks import TaskStore
 
 
 async def test_an_idempotency_key_gives_the_same_task(store: SqlStore) -> None:

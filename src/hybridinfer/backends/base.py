@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from hybridinfer.topology import Deployment, Node
+from hybridinfer.core.topology import Deployment, Node
 
 
 class Backend(ABC):

@@ -9,8 +9,8 @@ import aiohttp
 import orjson
 
 from hybridinfer.backends.base import Backend
+from hybridinfer.core.tracecontext import outgoing_headers
 from hybridinfer.errors import DeadlineExceeded, UpstreamError, UpstreamUnavailable
-from hybridinfer.tracecontext import outgoing_headers
 
 JSON_HEADERS = {"Content-Type": "application/json"}
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from hybridinfer.backends.base import Backend
+from hybridinfer.core.topology import Deployment, Node
 from hybridinfer.errors import DeadlineExceeded, UpstreamError
-from hybridinfer.topology import Deployment, Node
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,13 +10,13 @@ from typing import Any
 
 import numpy.typing as npt
 
-from hybridinfer import codec
+from hybridinfer.backends import codec
 from hybridinfer.backends.base import Backend
-from hybridinfer.batcher import MicroBatcher
+from hybridinfer.core.topology import Deployment, Node
 from hybridinfer.errors import DeadlineExceeded, UnknownModel
-from hybridinfer.onnxmodel import OnnxModel
-from hybridinfer.sessioncache import SessionCache
-from hybridinfer.topology import Deployment, Node
+from hybridinfer.models.batcher import MicroBatcher
+from hybridinfer.models.onnxmodel import OnnxModel
+from hybridinfer.models.sessioncache import SessionCache
 
 Arrays = dict[str, npt.NDArray[Any]]
 __all__ = ["OnnxBackend", "OnnxModel"]

@@ -19,6 +19,9 @@ import orjson
 from yarl import URL
 
 from hybridinfer.backends.http import JSON_HEADERS, HttpBackend, json_object
+from hybridinfer.backends.prompts import PROMPT_TASKS
+from hybridinfer.core.topology import Deployment, Node
+from hybridinfer.core.tracecontext import outgoing_headers
 from hybridinfer.errors import (
     DeadlineExceeded,
     HybridInferError,
@@ -27,9 +30,6 @@ from hybridinfer.errors import (
     UpstreamRejected,
     UpstreamUnavailable,
 )
-from hybridinfer.prompts import PROMPT_TASKS
-from hybridinfer.topology import Deployment, Node
-from hybridinfer.tracecontext import outgoing_headers
 
 GENERATION_PARAMETERS = ("max_tokens", "temperature", "top_p", "stop", "seed")
 """Chat inputs passed through to the upstream besides ``messages``."""

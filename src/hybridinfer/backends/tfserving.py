@@ -17,10 +17,10 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from hybridinfer import codec
+from hybridinfer.backends import codec
 from hybridinfer.backends.v2 import V2Backend
+from hybridinfer.core.topology import Deployment, Node
 from hybridinfer.errors import UpstreamError
-from hybridinfer.topology import Deployment, Node
 
 
 def instances(arrays: Mapping[str, npt.NDArray[Any]]) -> list[Any]:

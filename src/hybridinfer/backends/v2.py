@@ -8,14 +8,14 @@ from typing import Any
 import aiohttp
 import orjson
 
-from hybridinfer import codec
+from hybridinfer.backends import codec
 from hybridinfer.backends.http import HttpBackend, json_object
+from hybridinfer.core.topology import Deployment, Node
 from hybridinfer.errors import (
     UpstreamError,
     UpstreamRejected,
 )
-from hybridinfer.tensors import to_array, to_tensor
-from hybridinfer.topology import Deployment, Node
+from hybridinfer.tensors.datatypes import to_array, to_tensor
 
 
 class V2Backend(HttpBackend):

@@ -13,15 +13,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hybridinfer.errors import HybridInferError
-
-
-class CacheUnavailable(HybridInferError):
-    """The cache server cannot be reached (or answered with an error)."""
-
-    status_code = 503
-    code = "cache_unavailable"
-
 
 @dataclass(frozen=True, slots=True)
 class Counter:

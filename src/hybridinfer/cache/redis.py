@@ -13,7 +13,8 @@ from contextlib import asynccontextmanager
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from hybridinfer.cache.base import EPSILON, Addition, Cache, CacheUnavailable, Counter
+from hybridinfer.cache.base import EPSILON, Addition, Cache, Counter
+from hybridinfer.errors import CacheUnavailable
 
 # KEYS: the counters. ARGV[1]: amount, ARGV[2]: ttl in ms, ARGV[3]: epsilon,
 # ARGV[3 + i]: the limit of KEYS[i] ("" for none). Returns {granted, value...} as strings

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from hybridinfer.cli.output import call_gateway, cli_errors, run_async
-from hybridinfer.keys import SCOPES, KeyRing
+from hybridinfer.control.keys import SCOPES, KeyRing
 from hybridinfer.settings import load_settings
 from hybridinfer.store.sql import SqlStore
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import click
 import orjson
 
-from hybridinfer.artifact import Manifest
 from hybridinfer.cli.output import build_models_with_progress, cli_errors, run_async
-from hybridinfer.modelstore import ModelStore
+from hybridinfer.models.artifact import Manifest
+from hybridinfer.models.store import ModelStore
 from hybridinfer.objectstore import open_store
 from hybridinfer.settings import Settings, load_settings
 

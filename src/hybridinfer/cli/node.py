@@ -13,20 +13,20 @@ import click
 import psutil
 import uvicorn
 
-from hybridinfer.catalog import deployment_info
-from hybridinfer.catalog import versions as catalog_versions
 from hybridinfer.cli.output import cli_errors, configure_logging, run_async
+from hybridinfer.core.schemas import Heartbeat, NodeRegistration
 from hybridinfer.errors import ConfigError
+from hybridinfer.models.catalog import deployment_info
+from hybridinfer.models.catalog import versions as catalog_versions
 from hybridinfer.node.agent import NodeAgent
 from hybridinfer.node.app import create_node_app
 from hybridinfer.node.history import RequestHistory
 from hybridinfer.node.loader import ModelLoader
 from hybridinfer.node.puller import ModelPuller
 from hybridinfer.node.repository import ModelRepository
-from hybridinfer.schemas import Heartbeat, NodeRegistration
-from hybridinfer.serving import freeze_startup_heap, server_config
+from hybridinfer.server.serving import freeze_startup_heap, server_config
+from hybridinfer.server.tls import client_context
 from hybridinfer.settings import NodeSettings
-from hybridinfer.tls import client_context
 from hybridinfer.yamlfile import load_with_lines
 
 

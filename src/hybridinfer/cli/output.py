@@ -14,9 +14,9 @@ from typing import Any, TypeVar
 
 import click
 
-from hybridinfer import logs
 from hybridinfer.errors import HybridInferError
-from hybridinfer.logs import LogFormat
+from hybridinfer.observe import logs
+from hybridinfer.observe.logs import LogFormat
 
 Result = TypeVar("Result")
 
@@ -30,7 +30,7 @@ def run_async(coroutine: Coroutine[Any, Any, Result]) -> Result:
     """Run on uvloop when it is installed (its listeners accepting connections in batches,
     ``listener.py``); turn our errors into a clean exit."""
     try:
-        from hybridinfer.listener import new_event_loop
+        from hybridinfer.server.listener import new_event_loop
 
         factory: Any = new_event_loop
     except ImportError:  # pragma: no cover - uvicorn[standard] brings uvloop

@@ -10,7 +10,7 @@ from urllib.parse import quote
 import click
 
 from hybridinfer.cli.output import call_gateway, cli_errors
-from hybridinfer.route.policy import load_policy
+from hybridinfer.policy.document import load_policy
 
 url_option = click.option("--url", default="http://127.0.0.1:8080", show_default=True)
 key_option = click.option("--key", envvar="HYBRIDINFER_API_KEY", help="Admin API key.")

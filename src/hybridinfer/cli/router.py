@@ -12,14 +12,19 @@ import orjson
 
 from hybridinfer.cli.output import cli_errors
 from hybridinfer.errors import ConfigError
-from hybridinfer.route.deferral import deferral_curve, length_scores, random_scores, summarize
 from hybridinfer.route.learned import (
     FeatureTable,
     LearnedRouter,
     bundled_router_path,
-    open_embedder,
 )
-from hybridinfer.route.outcomes import (
+from hybridinfer.routertraining.deferral import (
+    deferral_curve,
+    length_scores,
+    random_scores,
+    summarize,
+)
+from hybridinfer.routertraining.embedding import open_embedder
+from hybridinfer.routertraining.outcomes import (
     STRONG_COLUMN,
     WEAK_COLUMN,
     default_data_dir,
@@ -118,7 +123,7 @@ def evaluate(
 @_MODELS_DIR
 def train(data_dir: Path, out: Path, folds: int, cache_dir: Path | None, models_dir: Path) -> None:
     """Train the router from DATA_DIR only, choosing its recipe by subject-held-out APGR."""
-    from hybridinfer.route.training import train_router
+    from hybridinfer.routertraining.training import train_router
 
     def progress(message: str) -> None:
         click.echo(message, file=sys.stderr)

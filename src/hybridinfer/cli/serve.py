@@ -16,19 +16,19 @@ import click
 import uvicorn
 from pydantic import SecretStr
 
-from hybridinfer.catalog import versions
 from hybridinfer.cli.output import (
     build_models_with_progress,
     cli_errors,
     configure_logging,
     run_async,
 )
-from hybridinfer.controlplane import ControlPlane
+from hybridinfer.control.plane import ControlPlane
 from hybridinfer.gateway.app import create_app
-from hybridinfer.llmserver import default_specs, llm_extra_installed, start_servers
-from hybridinfer.serving import freeze_startup_heap, gateway_server_config
+from hybridinfer.models.catalog import versions
+from hybridinfer.server.llmserver import default_specs, llm_extra_installed, start_servers
+from hybridinfer.server.serving import freeze_startup_heap, gateway_server_config
+from hybridinfer.server.supervisor import Supervised
 from hybridinfer.settings import Settings, load_settings
-from hybridinfer.supervisor import Supervised
 
 
 def _print_key(generated: str | None) -> None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from hybridinfer.core.plan import Plan, Privacy, Subtask
 from hybridinfer.decompose.inputs import STRUCTURED_TYPES, check_structured
 from hybridinfer.decompose.privacy import label_privacy
 from hybridinfer.decompose.rules import InputSpec, RuleTable, TaskRule, parse_rules
-from hybridinfer.errors import ConfigError, InvalidInput, SchemaViolation, UnknownTask
-from hybridinfer.plan import Plan, Privacy, Subtask
+from hybridinfer.errors import ConfigError, InvalidInput, InvalidRules, UnknownTask
 
 
 def check_input(name: str, spec: InputSpec, value: Any) -> int:
@@ -38,12 +38,6 @@ def check_input(name: str, spec: InputSpec, value: Any) -> int:
                 f"inputs.{name} values must lie between {spec.minimum} and {spec.maximum}"
             )
     return len(value)
-
-
-class InvalidRules(SchemaViolation):
-    """A rule table sent to the running gateway does not validate (422, names the line)."""
-
-    code = "invalid_rules"
 
 
 class Decomposer:

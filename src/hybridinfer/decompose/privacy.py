@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from hybridinfer.core.plan import Privacy
 from hybridinfer.decompose.rules import TaskRule, split_reference
-from hybridinfer.plan import Privacy
 from hybridinfer.privacy.detect import detect
 
 

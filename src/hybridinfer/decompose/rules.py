@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from hybridinfer.plan import Privacy
+from hybridinfer.core.plan import Privacy
 from hybridinfer.yamlfile import parse_document
 
 REFERENCE = re.compile(r"^\$(?P<source>[A-Za-z_][\w-]*)\.(?P<field>[A-Za-z_][\w-]*)$")

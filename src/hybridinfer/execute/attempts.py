@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from hybridinfer.decision import Candidate, Decision
+from hybridinfer.core.decision import Candidate, Decision
+from hybridinfer.core.plan import Subtask
+from hybridinfer.core.trace import Attempt, Trace
 from hybridinfer.errors import DeadlineExceeded, HybridInferError
-from hybridinfer.plan import Subtask
-from hybridinfer.trace import Attempt, Trace
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,9 +20,9 @@ from typing import NamedTuple
 
 import psutil
 
-from hybridinfer import background
+from hybridinfer.core import background
+from hybridinfer.core.topology import Node
 from hybridinfer.execute.admission import PriorityLimiter
-from hybridinfer.topology import Node
 
 log = logging.getLogger(__name__)
 

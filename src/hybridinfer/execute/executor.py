@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hybridinfer.backends.base import Backend
-from hybridinfer.decision import Candidate, Decision
+from hybridinfer.core.decision import Candidate, Decision
+from hybridinfer.core.plan import Plan, Subtask
+from hybridinfer.core.trace import Attempt, Trace
 from hybridinfer.decompose.rules import split_reference
 from hybridinfer.errors import (
     DeadlineExceeded,
@@ -22,17 +24,15 @@ from hybridinfer.errors import (
 )
 from hybridinfer.execute.admission import PriorityLimiter
 from hybridinfer.execute.attempts import Step, chain, close_attempt, open_attempt, time_left
-from hybridinfer.execute.breaker import Breakers
 from hybridinfer.execute.chain import ChainRunner
 from hybridinfer.execute.hedge import HedgePolicy
-from hybridinfer.execute.latencies import LatencyWindows
 from hybridinfer.execute.retry import Retries
 from hybridinfer.execute.spend import SpendGuard
-from hybridinfer.plan import Plan, Subtask
-from hybridinfer.route.budget import Ledger, MemoryLedger
-from hybridinfer.route.policy import BudgetPolicy
-from hybridinfer.route.signals import Signals
-from hybridinfer.trace import Attempt, Trace
+from hybridinfer.policy.document import BudgetPolicy
+from hybridinfer.signals.breaker import Breakers
+from hybridinfer.signals.budget import Ledger, MemoryLedger
+from hybridinfer.signals.ewma import Signals
+from hybridinfer.signals.latencies import LatencyWindows
 
 Outcome = tuple[dict[str, Any], Attempt]
 LATE_TIMER_FRACTION = 0.5

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hybridinfer.execute.latencies import LatencyWindows
+from hybridinfer.signals.latencies import LatencyWindows
 
 
 @dataclass(frozen=True, slots=True)

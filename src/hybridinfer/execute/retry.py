@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from hybridinfer.backoff import full_jitter_s
+from hybridinfer.core.backoff import full_jitter_s
 from hybridinfer.errors import (
     DeadlineExceeded,
     HybridInferError,

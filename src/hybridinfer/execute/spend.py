@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hybridinfer.route.budget import Ledger
-from hybridinfer.route.policy import BudgetPolicy
-from hybridinfer.route.router import BudgetExhausted
+from hybridinfer.errors import BudgetExhausted
+from hybridinfer.policy.document import BudgetPolicy
+from hybridinfer.signals.budget import Ledger
 
 
 class SpendGuard:

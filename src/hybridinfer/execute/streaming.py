@@ -12,16 +12,16 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from typing import Any
 
 from hybridinfer.backends.base import Backend, StreamingBackend
-from hybridinfer.decision import Candidate, Decision
+from hybridinfer.core.decision import Candidate, Decision
+from hybridinfer.core.plan import Subtask
+from hybridinfer.core.trace import Attempt, Trace
 from hybridinfer.errors import HybridInferError, InvalidRequest, UpstreamError
 from hybridinfer.execute.attempts import Step, chain, close_attempt, open_attempt, time_left
 from hybridinfer.execute.chain import ChainRunner
 from hybridinfer.execute.executor import resolve
 from hybridinfer.execute.retry import Retries
 from hybridinfer.execute.spend import SpendGuard
-from hybridinfer.plan import Subtask
-from hybridinfer.route.signals import Signals
-from hybridinfer.trace import Attempt, Trace
+from hybridinfer.signals.ewma import Signals
 
 Pieces = AsyncIterator[dict[str, Any]]
 OnClose = Callable[["TokenStream", HybridInferError | None], None]

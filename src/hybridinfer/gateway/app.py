@@ -11,8 +11,8 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 
-from hybridinfer.controlplane import ControlPlane
-from hybridinfer.errors import HybridInferError, NotFound
+from hybridinfer.control.plane import ControlPlane
+from hybridinfer.errors import HybridInferError, MethodNotAllowed, NotFound
 from hybridinfer.gateway.artifacts import artifact_routes
 from hybridinfer.gateway.audit import AUDIT_ROUTES
 from hybridinfer.gateway.bodytimeout import BodyTimeoutMiddleware
@@ -29,19 +29,14 @@ from hybridinfer.gateway.middleware import (
 from hybridinfer.gateway.openai import OPENAI_ROUTES
 from hybridinfer.gateway.openapi import OPENAPI_ROUTES
 from hybridinfer.gateway.policies import POLICY_ROUTES
-from hybridinfer.gateway.responses import error_response
 from hybridinfer.gateway.rollouts import ROLLOUT_ROUTES
 from hybridinfer.gateway.routes import ROUTES
 from hybridinfer.gateway.rules import RULE_ROUTES
-from hybridinfer.gateway.shedding import LoadShedder
 from hybridinfer.gateway.tasks import TASK_ROUTES
-from hybridinfer.metrics import Metrics
-from hybridinfer.stats import TrafficWindow
-
-
-class MethodNotAllowed(HybridInferError):
-    status_code = 405
-    code = "method_not_allowed"
+from hybridinfer.observe.metrics import Metrics
+from hybridinfer.observe.stats import TrafficWindow
+from hybridinfer.server.responses import error_response
+from hybridinfer.server.shedding import LoadShedder
 
 
 async def _http_exception(request: Request, exc: Exception) -> Response:

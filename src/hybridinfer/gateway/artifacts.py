@@ -11,11 +11,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from hybridinfer.controlplane import ControlPlane
-from hybridinfer.gateway.responses import JSON
+from hybridinfer.control.plane import ControlPlane
 from hybridinfer.gateway.routes import requires
 from hybridinfer.objectstore.filesystem import FilesystemStore
 from hybridinfer.objectstore.server import create_object_app
+from hybridinfer.server.responses import JSON
 
 OBJECTS_PREFIX = "/v1/objects"
 

@@ -17,9 +17,9 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from hybridinfer.gateway.responses import JSON
 from hybridinfer.gateway.routes import plane_of, requires
-from hybridinfer.stats import TrafficWindow, latency_percentiles
+from hybridinfer.observe.stats import TrafficWindow, latency_percentiles
+from hybridinfer.server.responses import JSON
 
 STATIC = Path(__file__).resolve().parent / "static"
 

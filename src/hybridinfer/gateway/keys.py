@@ -13,9 +13,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from hybridinfer.gateway.responses import JSON, parse_body, read_json
+from hybridinfer.control.keys import key_id_of
 from hybridinfer.gateway.routes import plane_of, requires
-from hybridinfer.keys import key_id_of
+from hybridinfer.server.responses import JSON, parse_body, read_json
 
 Scope = Literal["infer", "admin", "node"]
 

@@ -1,4 +1,4 @@
-"""``GET /metrics``: the Prometheus text exposition (``hybridinfer.metrics`` lists them).
+"""``GET /metrics``: the Prometheus text exposition (``hybridinfer.observe.metrics`` lists them).
 
 Admin-key only, like every other operator endpoint: Prometheus sends the key as a bearer
 token (``authorization: {credentials_file: ...}`` in its scrape config; see
@@ -11,9 +11,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from hybridinfer.errors import QueueUnavailable
 from hybridinfer.gateway.routes import plane_of, requires
-from hybridinfer.metrics import CONTENT_TYPE, Metrics
-from hybridinfer.queue.base import QueueUnavailable
+from hybridinfer.observe.metrics import CONTENT_TYPE, Metrics
 
 
 @requires("admin")

@@ -10,11 +10,11 @@ import uuid
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from hybridinfer.control.keys import KeyRing, Principal
+from hybridinfer.control.ratelimit import RateLimiter
 from hybridinfer.errors import HybridInferError, Unauthorized
-from hybridinfer.gateway.responses import error_response, valid_request_id
-from hybridinfer.keys import KeyRing, Principal
-from hybridinfer.logs import request_context
-from hybridinfer.ratelimit import RateLimiter
+from hybridinfer.observe.logs import request_context
+from hybridinfer.server.responses import error_response, valid_request_id
 
 log = logging.getLogger("hybridinfer.gateway")
 access_log = logging.getLogger("hybridinfer.access")

@@ -22,13 +22,13 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from hybridinfer.controlplane import ControlPlane
+from hybridinfer.control.plane import ControlPlane
+from hybridinfer.core.trace import Trace
 from hybridinfer.errors import HybridInferError
 from hybridinfer.execute.streaming import TokenStream
 from hybridinfer.gateway.openai_schemas import ChatCompletionRequest, EmbeddingRequest
-from hybridinfer.gateway.responses import JSON, parse_body, read_json
 from hybridinfer.gateway.routes import request_trace, requires
-from hybridinfer.trace import Trace
+from hybridinfer.server.responses import JSON, parse_body, read_json
 
 log = logging.getLogger("hybridinfer.gateway")
 

@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hybridinfer.plan import Privacy
-from hybridinfer.schemas import InferOptions, InferRequest
+from hybridinfer.core.plan import Privacy
+from hybridinfer.core.schemas import InferOptions, InferRequest
 
 
 class _Body(BaseModel):

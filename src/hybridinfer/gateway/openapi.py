@@ -22,12 +22,12 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from hybridinfer import __version__
+from hybridinfer.core.schemas import Heartbeat, InferRequest, NodeRegistration
 from hybridinfer.gateway.keys import KeyCreate, KeyRotate
 from hybridinfer.gateway.middleware import PUBLIC_PATHS, PUBLIC_PREFIXES
 from hybridinfer.gateway.openai_schemas import ChatCompletionRequest, EmbeddingRequest
 from hybridinfer.gateway.openapi_schemas import COMPONENTS, ref
-from hybridinfer.gateway.responses import JSON
-from hybridinfer.schemas import Heartbeat, InferRequest, NodeRegistration
+from hybridinfer.server.responses import JSON
 
 OBJECT: dict[str, Any] = {"type": "object"}
 

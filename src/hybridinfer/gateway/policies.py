@@ -8,8 +8,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from hybridinfer.errors import InvalidInput, NotFound
-from hybridinfer.gateway.responses import JSON, read_json, read_yaml_document
 from hybridinfer.gateway.routes import plane_of, requires
+from hybridinfer.server.responses import JSON, read_json, read_yaml_document
 
 
 def _actor(request: Request) -> str:

@@ -6,8 +6,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from hybridinfer.gateway.responses import JSON
 from hybridinfer.gateway.routes import plane_of, requires
+from hybridinfer.server.responses import JSON
 
 
 @requires("admin")

@@ -12,14 +12,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from hybridinfer.controlplane import ControlPlane
+from hybridinfer.control.keys import NODE_SCOPE, Principal
+from hybridinfer.control.plane import ControlPlane
+from hybridinfer.core.schemas import Heartbeat, InferRequest, NodeRegistration
+from hybridinfer.core.trace import Trace
 from hybridinfer.errors import Forbidden, InvalidInput, NoCapacity, NotFound
-from hybridinfer.gateway.responses import JSON, parse_body, read_json
-from hybridinfer.keys import NODE_SCOPE, Principal
-from hybridinfer.registry import node_from_registration
-from hybridinfer.schemas import Heartbeat, InferRequest, NodeRegistration
-from hybridinfer.serving import client_certificate
-from hybridinfer.trace import Trace
+from hybridinfer.server.responses import JSON, parse_body, read_json
+from hybridinfer.server.serving import client_certificate
+from hybridinfer.signals.registry import node_from_registration
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 

@@ -7,8 +7,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from hybridinfer.gateway.responses import JSON, read_yaml_document
 from hybridinfer.gateway.routes import plane_of, requires
+from hybridinfer.server.responses import JSON, read_yaml_document
 
 
 @requires("admin")

@@ -6,9 +6,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from hybridinfer.gateway.responses import JSON, parse_body, read_json
+from hybridinfer.core.schemas import InferRequest
 from hybridinfer.gateway.routes import plane_of, requires
-from hybridinfer.schemas import InferRequest
+from hybridinfer.server.responses import JSON, parse_body, read_json
 
 
 @requires("infer")

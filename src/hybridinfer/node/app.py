@@ -23,13 +23,13 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from hybridinfer import __version__
-from hybridinfer.binarytensor import HEADER, from_binary, split_body, to_binary
 from hybridinfer.errors import HybridInferError, InvalidInput, InvalidJSON
-from hybridinfer.gateway.responses import JSON
 from hybridinfer.node.faults import FaultInjector
 from hybridinfer.node.metrics import metrics
 from hybridinfer.node.repository import ModelRepository
-from hybridinfer.tensors import datatype_of, to_array, to_tensor
+from hybridinfer.server.responses import JSON
+from hybridinfer.tensors.binary import HEADER, from_binary, split_body, to_binary
+from hybridinfer.tensors.datatypes import datatype_of, to_array, to_tensor
 
 
 class RequestTensor(BaseModel):

@@ -16,9 +16,9 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from hybridinfer import background
-from hybridinfer.backoff import Backoff
-from hybridinfer.catalog import versions as catalog_versions
+from hybridinfer.core import background
+from hybridinfer.core.backoff import Backoff
+from hybridinfer.models.catalog import versions as catalog_versions
 from hybridinfer.node.repository import ModelRepository
 
 log = logging.getLogger("hybridinfer.node")

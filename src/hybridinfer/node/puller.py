@@ -21,9 +21,9 @@ from pathlib import Path
 import aiohttp
 from pydantic import TypeAdapter, ValidationError
 
-from hybridinfer import background
-from hybridinfer.artifact import ArtifactOffer
-from hybridinfer.backoff import Backoff
+from hybridinfer.core import background
+from hybridinfer.core.backoff import Backoff
+from hybridinfer.models.artifact import ArtifactOffer
 from hybridinfer.node.repository import ModelRepository
 
 log = logging.getLogger("hybridinfer.node")

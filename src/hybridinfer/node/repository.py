@@ -20,13 +20,13 @@ from typing import Any
 
 import numpy.typing as npt
 
-from hybridinfer.artifact import file_sha256
-from hybridinfer.batcher import MicroBatcher
-from hybridinfer.catalog import versions as catalog_versions
 from hybridinfer.errors import HybridInferError, UnknownModel
+from hybridinfer.models.artifact import file_sha256
+from hybridinfer.models.batcher import MicroBatcher
+from hybridinfer.models.catalog import versions as catalog_versions
+from hybridinfer.models.sessioncache import SessionCache
 from hybridinfer.node.history import RequestHistory
 from hybridinfer.node.served import ServedModel, check_inputs
-from hybridinfer.sessioncache import SessionCache
 
 log = logging.getLogger("hybridinfer.node")
 

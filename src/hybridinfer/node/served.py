@@ -10,9 +10,9 @@ from typing import Any
 import numpy.typing as npt
 import orjson
 
-from hybridinfer.batcher import MicroBatcher
 from hybridinfer.errors import InvalidInput
-from hybridinfer.tensors import datatype_of
+from hybridinfer.models.batcher import MicroBatcher
+from hybridinfer.tensors.datatypes import datatype_of
 
 
 @dataclass(slots=True, eq=False)

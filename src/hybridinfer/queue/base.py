@@ -12,15 +12,6 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from hybridinfer.errors import HybridInferError
-
-
-class QueueUnavailable(HybridInferError):
-    """The queue server cannot be reached (or refused an operation)."""
-
-    status_code = 503
-    code = "queue_unavailable"
-
 
 class Delivery(ABC):
     """One delivery of one message."""

@@ -24,7 +24,8 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StreamConfig
 
-from hybridinfer.queue.base import Delivery, QueueUnavailable, WorkQueue
+from hybridinfer.errors import QueueUnavailable
+from hybridinfer.queue.base import Delivery, WorkQueue
 
 WORKERS = "workers"
 READERS = "readers"

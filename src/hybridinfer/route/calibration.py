@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
-from hybridinfer.route.policy import CascadeRule
+from hybridinfer.policy.document import CascadeRule
 
 
 def threshold_for_share(quantiles: list[dict[str, float]], share: float) -> float | None:

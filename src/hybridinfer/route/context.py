@@ -10,11 +10,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hybridinfer.plan import Subtask
-from hybridinfer.route.budget import BudgetState
-from hybridinfer.route.policy import CompiledPolicy, Prefer
-from hybridinfer.route.signals import Signals
-from hybridinfer.topology import Deployment, Node, NodeStatus
+from hybridinfer.core.plan import Subtask
+from hybridinfer.core.schemas import Prefer
+from hybridinfer.core.topology import Deployment, Node, NodeStatus
+from hybridinfer.policy.document import CompiledPolicy
+from hybridinfer.signals.budget import BudgetState
+from hybridinfer.signals.ewma import Signals
 
 
 @dataclass(slots=True, frozen=True)

@@ -1,10 +1,11 @@
 """The learned router: from the prompt alone, how much better would the strong model do?
 
-Features are computed locally: the MiniLM sentence embedding (``hybridinfer.embedder``) and a
+Features are computed locally: the MiniLM sentence embedding (``hybridinfer.models.embedder``) and a
 few text statistics (length, digits, symbols). The score is a sum of logistic "heads" over
 those features; the shipped router has two, ``P(strong correct) - P(weak correct)``, the
-expected quality gain of sending the prompt to the strong model. Training lives in
-``route/training.py``; this module only needs numpy, so serving never imports sklearn or torch.
+expected quality gain of sending the prompt to the strong model. Training and evaluation live
+in ``hybridinfer.routertraining``; this module only needs numpy, so serving never imports
+sklearn or torch.
 
 The artifact is one JSON file: feature names, the heads (standardisation folded into the
 weights), the embedder it was trained with (name and sha256) and a card (training data,
@@ -24,8 +25,8 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from hybridinfer.embedder import Embedder
 from hybridinfer.errors import ConfigError
+from hybridinfer.models.embedder import Embedder
 
 logger = logging.getLogger(__name__)
 
@@ -215,26 +216,6 @@ class LearnedRouter:
             )
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as error:
             raise ConfigError(f"{path} is not a readable router artifact ({error})") from None
-
-
-def open_embedder(models_dir: Path, trained_with: dict[str, Any] | None = None) -> Embedder:
-    """The embedder a router needs, exporting MiniLM into ``models_dir`` on first use."""
-    from hybridinfer.catalog import versions
-    from hybridinfer.modelzoo import minilm
-
-    name = (trained_with or {}).get("name", minilm.NAME)
-    if not versions(models_dir, name):
-        if name != minilm.NAME:
-            raise ConfigError(f"embedding model {name!r} is not built in {models_dir}")
-        try:
-            minilm.build_minilm(models_dir)
-        except ImportError as error:
-            raise ConfigError(
-                f"{name} is not built in {models_dir} and cannot be exported here "
-                f"({error.name} is missing): install the build extra or run "
-                "`hybridinfer models build`"
-            ) from None
-    return Embedder(models_dir / name / versions(models_dir, name)[-1])
 
 
 def bundled_router_path() -> Path:

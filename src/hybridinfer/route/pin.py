@@ -7,7 +7,7 @@ is a 404; a model whose every deployment was filtered out fails with that filter
 
 from __future__ import annotations
 
-from hybridinfer.decision import Candidate, Decision
+from hybridinfer.core.decision import Candidate, Decision
 from hybridinfer.errors import NoCapacity, PayloadTooLarge, PrivacyViolation, UnknownModel
 
 

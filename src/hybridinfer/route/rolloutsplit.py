@@ -9,9 +9,9 @@ survived the filters: a rollout never turns capacity into an error.
 
 from __future__ import annotations
 
-from hybridinfer.canary import on_canary_side
-from hybridinfer.decision import Candidate
-from hybridinfer.route.policy import ModelRollout
+from hybridinfer.core.decision import Candidate
+from hybridinfer.policy.canary import on_canary_side
+from hybridinfer.policy.document import ModelRollout
 
 
 def keep_side(

@@ -6,18 +6,23 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hybridinfer.decision import Candidate, Cascade, Decision
-from hybridinfer.errors import Forbidden, NoCapacity, PrivacyViolation, RateLimited
-from hybridinfer.execute.breaker import Breakers
-from hybridinfer.plan import Privacy, Subtask
-from hybridinfer.registry import NodeRegistry
-from hybridinfer.route.budget import Ledger, MemoryLedger
+from hybridinfer.core.decision import Candidate, Cascade, Decision
+from hybridinfer.core.plan import Privacy, Subtask
+from hybridinfer.core.topology import Deployment, Node, NodeStatus, Zone
+from hybridinfer.errors import (
+    BudgetExhausted,
+    NoCapacity,
+    PolicyDenied,
+    PrivacyViolation,
+)
+from hybridinfer.policy.document import CompiledPolicy, CompiledRule, ModelRollout, Weights
+from hybridinfer.policy.expressions import Prepared
 from hybridinfer.route.context import RouteContext, RouteOptions
-from hybridinfer.route.expressions import Prepared
-from hybridinfer.route.policy import CompiledPolicy, CompiledRule, ModelRollout, Weights
 from hybridinfer.route.rolloutsplit import keep_side
-from hybridinfer.route.signals import Signals
-from hybridinfer.topology import Deployment, Node, NodeStatus, Zone
+from hybridinfer.signals.breaker import Breakers
+from hybridinfer.signals.budget import Ledger, MemoryLedger
+from hybridinfer.signals.ewma import Signals
+from hybridinfer.signals.registry import NodeRegistry
 
 # Differences below these are noise: candidates within them score the same on that goal.
 _LATENCY_TOLERANCE_MS = 1.0
@@ -28,14 +33,6 @@ PASSING_REJECTIONS = frozenset({"breaker", "health"})
 request nothing could take for these reasons is answered 503 with ``Retry-After``."""
 RETRY_AFTER_S = 1.0
 """The breaker's first open period and the probe interval, by default."""
-
-
-class PolicyDenied(Forbidden):
-    code = "policy_denied"
-
-
-class BudgetExhausted(RateLimited):
-    code = "budget_exhausted"
 
 
 def _filter(

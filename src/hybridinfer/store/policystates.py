@@ -12,9 +12,10 @@ from typing import Any
 import orjson
 from sqlalchemy import Row, insert, select, update
 
-from hybridinfer.canary import Change, VersionState
+from hybridinfer.errors import ConcurrentChange
+from hybridinfer.policy.canary import Change, VersionState
 from hybridinfer.store import tables
-from hybridinfer.store.sql import SqlStore, StoreConflict
+from hybridinfer.store.sql import SqlStore
 
 _COLUMNS = (
     tables.policies.c.version,
@@ -22,10 +23,6 @@ _COLUMNS = (
     tables.policies.c.canary_percent,
     tables.policies.c.activated_at,
 )
-
-
-class ConcurrentChange(StoreConflict):
-    code = "policy_changed_concurrently"
 
 
 def _state(row: Row[*tuple[Any, ...]]) -> VersionState:

@@ -15,22 +15,10 @@ from sqlalchemy import Connection, Row, delete, event, insert, select, text, upd
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from hybridinfer.errors import HybridInferError
+from hybridinfer.errors import StoreConflict, StoreUnavailable
 from hybridinfer.store import tables
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
-
-
-class StoreUnavailable(HybridInferError):
-    status_code = 503
-    code = "store_unavailable"
-
-
-class StoreConflict(HybridInferError):
-    """A write broke a uniqueness rule (the row exists already)."""
-
-    status_code = 409
-    code = "conflict"
 
 
 def record_of(row: Row[*tuple[Any, ...]]) -> dict[str, Any]:

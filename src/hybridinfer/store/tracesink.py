@@ -13,9 +13,10 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from hybridinfer import background
-from hybridinfer.store.sql import SqlStore, StoreUnavailable
-from hybridinfer.trace import Trace
+from hybridinfer.core import background
+from hybridinfer.core.trace import Trace
+from hybridinfer.errors import StoreUnavailable
+from hybridinfer.store.sql import SqlStore
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,246 @@
+"""Model rollouts in steps: a new model version serves a share of a task's traffic, both
+versions are measured side by side, and the better one wins when the policy asks for it.
+
+The policy names the rollout (``rollouts: [{task, model, candidate, percent, promote_when}]``);
+the router splits the traffic (``route/rolloutsplit.py``).
+
+What is compared comes from the traces of this replica: answers, errors, median and p95
+latency, and the mean confidence of the answers. Confidence is the model's own (calibrated)
+probability for its answer, not accuracy: no labels exist online, so "quality" here means how
+sure each version is on the same traffic. A version that is more confident on the same inputs
+is not proven more accurate; the offline accuracy from each model card is shown next to it.
+
+With ``promote_when``, once both versions have answered ``min_requests`` times the rollout is
+decided: the candidate is promoted (all traffic) when it is fast enough and at least as
+confident, else rolled back (no traffic). The decision is stored (``model_rollouts``), read by
+every replica, and audited as ``model.rollout`` by ``system``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import statistics
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from sqlalchemy import insert, select
+
+from hybridinfer.control.audit import SYSTEM, AuditLog
+from hybridinfer.core import background
+from hybridinfer.core.trace import Trace
+from hybridinfer.errors import StoreConflict, StoreUnavailable
+from hybridinfer.policy.document import CompiledPolicy, ModelRollout, PromoteWhen
+from hybridinfer.signals.registry import NodeRegistry
+from hybridinfer.store import tables
+from hybridinfer.store.sql import SqlStore, record_of
+
+log = logging.getLogger(__name__)
+
+_KEPT_LATENCIES = 2000
+
+
+@dataclass(slots=True)
+class VersionFigures:
+    """What one model version did on live traffic, on this replica."""
+
+    answers: int = 0
+    errors: int = 0
+    confidence_sum: float = 0.0
+    confident_answers: int = 0
+    latencies_ms: deque[float] = field(default_factory=lambda: deque(maxlen=_KEPT_LATENCIES))
+
+    def add(self, status: str, latency_ms: float, confidence: float | None) -> None:
+        if status != "ok":
+            if status == "error":  # a lost hedge race is not the version's fault
+                self.errors += 1
+            return
+        self.answers += 1
+        self.latencies_ms.append(latency_ms)
+        if confidence is not None:
+            self.confidence_sum += confidence
+            self.confident_answers += 1
+
+    def latency_p50(self) -> float | None:
+        return statistics.median(self.latencies_ms) if self.latencies_ms else None
+
+    def confidence(self) -> float | None:
+        if not self.confident_answers:
+            return None
+        return self.confidence_sum / self.confident_answers
+
+    def describe(self) -> dict[str, Any]:
+        latencies = sorted(self.latencies_ms)
+        p95 = latencies[int(0.95 * (len(latencies) - 1))] if latencies else None
+        return {
+            "answers": self.answers,
+            "errors": self.errors,
+            "latency_p50_ms": _round(self.latency_p50()),
+            "latency_p95_ms": _round(p95),
+            "mean_confidence": _round(self.confidence()),
+        }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def verdict(rule: PromoteWhen, baseline: VersionFigures, candidate: VersionFigures) -> str | None:
+    """``promoted``, ``rolled_back``, or None while either side has too few answers."""
+    if min(baseline.answers, candidate.answers) < rule.min_requests:
+        return None
+    base_latency, cand_latency = baseline.latency_p50(), candidate.latency_p50()
+    fast = (
+        base_latency is None
+        or cand_latency is None
+        or cand_latency <= rule.max_latency_ratio * max(base_latency, 1e-6)
+    )
+    base_conf, cand_conf = baseline.confidence(), candidate.confidence()
+    sure = base_conf is None or cand_conf is None or cand_conf - base_conf >= rule.min_quality_delta
+    return "promoted" if fast and sure else "rolled_back"
+
+
+class RolloutMonitor:
+    """Measures the versions under rollout, decides them, and tells the router the split."""
+
+    def __init__(
+        self,
+        store: SqlStore,
+        policy: Callable[[], CompiledPolicy],
+        audit: AuditLog | None = None,
+        interval_s: float = 2.0,
+        registry: NodeRegistry | None = None,
+    ) -> None:
+        self._store = store
+        self._policy = policy
+        self._audit = audit
+        self._registry = registry
+        self._interval = interval_s
+        self._figures: dict[tuple[str, str], VersionFigures] = {}
+        self._decided: dict[str, dict[str, Any]] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def percent(self, rollout: ModelRollout) -> float:
+        """The candidate's share now: the policy's, or 100/0 once decided."""
+        decided = self._decided.get(rollout.id)
+        if decided is None:
+            return rollout.percent
+        return 100.0 if decided["status"] == "promoted" else 0.0
+
+    def record(self, trace: Trace) -> None:
+        """Trace-sink observer: add each answer of a model under rollout to its version."""
+        rollouts = self._policy().policy.rollouts
+        if not rollouts:
+            return
+        for attempt in trace.attempts:
+            for rollout in rollouts:
+                if attempt.model == rollout.model and trace.task == rollout.task:
+                    version = attempt.deployment.rpartition(":")[2]
+                    side = "candidate" if version == rollout.candidate else "baseline"
+                    figures = self._figures.setdefault((rollout.id, side), VersionFigures())
+                    figures.add(attempt.status, attempt.latency_ms, attempt.confidence)
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Every rollout of the active policy, both versions side by side."""
+        described = []
+        for rollout in self._policy().policy.rollouts:
+            decided = self._decided.get(rollout.id)
+            described.append(
+                {
+                    "id": rollout.id,
+                    "task": rollout.task,
+                    "model": rollout.model,
+                    "candidate": rollout.candidate,
+                    "percent": self.percent(rollout),
+                    "status": "running" if decided is None else decided["status"],
+                    "decision": decided,
+                    "promote_when": None
+                    if rollout.promote_when is None
+                    else rollout.promote_when.model_dump(),
+                    "baseline": self._figures_of(rollout.id, "baseline").describe(),
+                    "candidate_figures": self._figures_of(rollout.id, "candidate").describe(),
+                    "deployments": self._deployments(rollout),
+                }
+            )
+        return described
+
+    def _deployments(self, rollout: ModelRollout) -> list[dict[str, Any]]:
+        """Where each version runs, with the accuracy its model card measured offline."""
+        if self._registry is None:
+            return []
+        return [
+            {
+                "id": deployment.id,
+                "side": "candidate" if deployment.version == rollout.candidate else "baseline",
+                "card_accuracy": deployment.quality,
+                "status": node.status.value,
+            }
+            for node in self._registry.nodes()
+            for deployment in node.deployments
+            if deployment.model == rollout.model and deployment.task == rollout.task
+        ]
+
+    def _figures_of(self, rollout_id: str, side: str) -> VersionFigures:
+        return self._figures.get((rollout_id, side)) or VersionFigures()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="rollout-monitor")
+
+    async def stop(self) -> None:
+        await background.cancel(self._task)
+        self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.check()
+            except StoreUnavailable as exc:
+                log.warning("rollout monitor: %s", exc.message)
+            await asyncio.sleep(self._interval)
+
+    async def check(self) -> None:
+        """Read decisions other replicas made; decide rollouts whose figures suffice."""
+        async with self._store.transaction() as connection:
+            rows = await connection.execute(select(tables.model_rollouts))
+            self._decided = {str(row.id): record_of(row) for row in rows}
+        for rollout in self._policy().policy.rollouts:
+            if rollout.promote_when is None or rollout.id in self._decided:
+                continue
+            baseline = self._figures_of(rollout.id, "baseline")
+            candidate = self._figures_of(rollout.id, "candidate")
+            status = verdict(rollout.promote_when, baseline, candidate)
+            if status is not None:
+                await self._decide(rollout, status, baseline, candidate)
+
+    async def _decide(
+        self,
+        rollout: ModelRollout,
+        status: str,
+        baseline: VersionFigures,
+        candidate: VersionFigures,
+    ) -> None:
+        comparison = {"baseline": baseline.describe(), "candidate": candidate.describe()}
+        winner = f"version {rollout.candidate}" if status == "promoted" else "the current version"
+        reason = f"{winner} wins under promote_when {rollout.promote_when}"
+        row = {
+            "id": rollout.id,
+            "status": status,
+            "reason": reason,
+            "comparison": orjson.dumps(comparison).decode(),
+            "decided_at": time.time(),
+        }
+        try:
+            async with self._store.transaction() as connection:
+                await connection.execute(insert(tables.model_rollouts).values(**row))
+        except StoreConflict:  # another replica decided first: its decision stands
+            return
+        self._decided[rollout.id] = row
+        log.info("model rollout %s %s: %s", rollout.id, status, reason)
+        if self._audit is not None:
+            before = {"status": "running", "percent": rollout.percent}
+            after = {"status": status, "percent": self.percent(rollout), **comparison}
+            await self._audit.record(SYSTEM, "model.rollout", rollout.id, before, after)

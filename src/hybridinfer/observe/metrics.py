@@ -1,0 +1,249 @@
+"""Prometheus metrics: what requests did (recorded from each finished trace) and what the
+control plane holds right now (read when Prometheus scrapes).
+
+Request metrics are written once per request, from the trace, never inside the hot loops:
+``RequestMetrics.record`` is a trace-sink observer. Everything else (node load and health,
+breakers, budget, queue and trace-write counters) is read from the control plane by
+``PlaneCollector`` at scrape time, so it costs nothing per request.
+
+Node-side metric, exported by ``hybridinfer node`` processes (``node/metrics.py``), not by
+the gateway: ``hybridinfer_model_cache_disk_used_ratio{node}``.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from hybridinfer.core.trace import STAGES, Trace
+from hybridinfer.errors import NotFound
+
+if TYPE_CHECKING:
+    from hybridinfer.control.plane import ControlPlane
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+STAGE_BUCKETS_S = (
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+    0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+)  # fmt: skip
+"""Seconds: sub-millisecond gateway and route stages up to slow cloud calls."""
+
+
+class RequestMetrics:
+    """Per-request counters and histograms, fed from finished traces."""
+
+    def __init__(self, registry: CollectorRegistry, cost_of: Callable[[str], float]) -> None:
+        """``cost_of`` maps a deployment id to its cost per call (what a success spent)."""
+        self._cost_of = cost_of
+        self.requests = Counter(
+            "hybridinfer_requests",
+            "Finished requests by task, tier of the first answering attempt, and status.",
+            ("task", "tier", "status"),
+            registry=registry,
+        )
+        self.stage_seconds = Histogram(
+            "hybridinfer_stage_seconds",
+            "Time spent in each stage of the request path.",
+            ("stage",),
+            buckets=STAGE_BUCKETS_S,
+            registry=registry,
+        )
+        self.attempts = Counter(
+            "hybridinfer_attempts",
+            "Subtask calls by tier, node and status.",
+            ("tier", "node", "status"),
+            registry=registry,
+        )
+        self.subtasks = Counter(
+            "hybridinfer_subtasks",
+            "Subtasks answered, by the tier that answered (cloud share = cloud / all).",
+            ("tier",),
+            registry=registry,
+        )
+        self.spend = Counter(
+            "hybridinfer_spend", "Cost of the successful calls, in policy units.", registry=registry
+        )
+        self.policies = Counter(
+            "hybridinfer_policy_requests",
+            "Requests by the policy version that decided them (a canary's share is visible).",
+            ("version",),
+            registry=registry,
+        )
+        # Children resolved once: labels() on every request would cost a dict lookup and a lock.
+        self._stages = {stage: self.stage_seconds.labels(stage) for stage in STAGES}
+
+    def record(self, trace: Trace) -> None:
+        """Count one finished request; cheap, never raises into the request path."""
+        tier = "none"
+        spent = 0.0
+        for attempt in trace.attempts:
+            self.attempts.labels(attempt.tier, attempt.node, attempt.status).inc()
+            if attempt.status == "ok":
+                if tier == "none":
+                    tier = attempt.tier
+                self.subtasks.labels(attempt.tier).inc()
+                spent += self._cost_of(attempt.deployment)
+        if spent:
+            self.spend.inc(spent)
+        self.requests.labels(trace.task or "unknown", tier, trace.status).inc()
+        if trace.policy_version is not None:
+            self.policies.labels(trace.policy_version).inc()
+        timings = trace.timings_ms
+        for stage, child in self._stages.items():
+            elapsed = timings.get(stage)
+            if elapsed is not None:
+                child.observe(elapsed / 1000.0)
+
+
+class PlaneCollector(Collector):
+    """Control-plane state read at scrape time."""
+
+    def __init__(self, plane: ControlPlane) -> None:
+        self._plane = plane
+        self.queue_depth = 0
+        """Set by the scrape handler (reading the queue is async; collectors are not)."""
+
+    def collect(self) -> Iterator[Metric]:
+        plane = self._plane
+        yield from self._nodes(plane)
+        yield from self._counters(plane)
+        yield from self._admission(plane)
+        budget = plane.ledger.state(None, plane.policies.current().policy.budget)
+        yield GaugeMetricFamily(
+            "hybridinfer_budget_spent", "Spend in the current budget period.", budget.spent_global
+        )
+        yield GaugeMetricFamily(
+            "hybridinfer_budget_limit",
+            "Global budget for the period (0: unlimited).",
+            budget.limit_global or 0.0,
+        )
+        yield GaugeMetricFamily(
+            "hybridinfer_gc_frozen_objects",
+            "Objects the garbage collector no longer walks: the start-up heap of a server "
+            "process (serving.freeze_startup_heap).",
+            gc.get_freeze_count(),
+        )
+        yield GaugeMetricFamily(
+            "hybridinfer_task_queue_depth",
+            "Tasks waiting in the queue (-1: queue unreachable).",
+            self.queue_depth,
+        )
+
+    def _nodes(self, plane: ControlPlane) -> Iterator[Metric]:
+        up = GaugeMetricFamily("hybridinfer_node_up", "1 if the node is ready.", labels=["node"])
+        load = GaugeMetricFamily(
+            "hybridinfer_node_load", "Load the node reports, 0..1.", labels=["node", "tier"]
+        )
+        in_flight = GaugeMetricFamily(
+            "hybridinfer_node_in_flight", "Calls in flight on the node.", labels=["node"]
+        )
+        breaker = GaugeMetricFamily(
+            "hybridinfer_breaker_open",
+            "1 while the deployment's circuit breaker is open.",
+            labels=["deployment"],
+        )
+        states = plane.executor.breakers.states()  # only the breakers that are not closed
+        for node in plane.registry.nodes():
+            up.add_metric([node.id], 1.0 if node.status.value == "ready" else 0.0)
+            load.add_metric([node.id, node.tier.value], node.load)
+            in_flight.add_metric([node.id], node.in_flight)
+            for deployment in node.deployments:
+                breaker.add_metric(
+                    [deployment.id], 1.0 if states.get(deployment.id) == "open" else 0.0
+                )
+        yield from (up, load, in_flight, breaker)
+
+    def _counters(self, plane: ControlPlane) -> Iterator[Metric]:
+        traces = plane.traces
+        yield CounterMetricFamily("hybridinfer_trace_writes", "Traces written.", traces.written)
+        yield CounterMetricFamily(
+            "hybridinfer_trace_writes_dropped",
+            "Traces dropped: the write buffer was full (the store was away too long).",
+            traces.dropped,
+        )
+        yield GaugeMetricFamily(
+            "hybridinfer_trace_writes_buffered", "Traces waiting to be written.", traces.buffered
+        )
+        yield CounterMetricFamily(
+            "hybridinfer_ratelimit_cache_errors",
+            "Rate-limit checks that found the cache unreachable.",
+            plane.rate_limiter.cache_errors,
+        )
+        tasks = CounterMetricFamily(
+            "hybridinfer_tasks",
+            "Task deliveries this replica settled, by outcome.",
+            labels=["outcome"],
+        )
+        counts = plane.worker.counts
+        for outcome in ("completed", "failed", "retried", "dead_lettered", "duplicates"):
+            tasks.add_metric([outcome], getattr(counts, outcome))
+        yield tasks
+
+    def _admission(self, plane: ControlPlane) -> Iterator[Metric]:
+        """Load shedding and admission: the gateway's and each node's slots, queue, refusals."""
+        load = plane.gateway_load
+        yield GaugeMetricFamily(
+            "hybridinfer_gateway_in_flight", "Inference requests running.", load.in_flight
+        )
+        yield GaugeMetricFamily(
+            "hybridinfer_gateway_queued", "Inference requests waiting for a slot.", load.queued
+        )
+        overloaded = CounterMetricFamily(
+            "hybridinfer_overloaded",
+            "Refused with 503 overloaded (gateway) or node_saturated (a node's admission).",
+            labels=["where"],
+        )
+        overloaded.add_metric(["gateway"], load.shed)
+        waiting = GaugeMetricFamily(
+            "hybridinfer_admission_waiting", "Calls waiting for a node slot.", labels=["node"]
+        )
+        limit = GaugeMetricFamily(
+            "hybridinfer_admission_limit",
+            "Calls a node may run at once (lower while the host CPU is saturated).",
+            labels=["node"],
+        )
+        for node_id, limiter in plane.executor.limiters().items():
+            overloaded.add_metric([node_id], limiter.shed)
+            waiting.add_metric([node_id], limiter.waiting)
+            limit.add_metric([node_id], limiter.limit)
+        yield from (overloaded, waiting, limit)
+        yield GaugeMetricFamily(
+            "hybridinfer_local_cpu",
+            "Smoothed CPU use of the gateway's host, 0..1.",
+            plane.local_cpu.cpu,
+        )
+
+
+class Metrics:
+    """One registry per gateway (no process-global state): request metrics + plane state."""
+
+    def __init__(self, plane: ControlPlane) -> None:
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.requests = RequestMetrics(self.registry, _cost_lookup(plane))
+        self.plane = PlaneCollector(plane)
+        self.registry.register(self.plane)
+
+    def exposition(self, queue_depth: int) -> bytes:
+        """The Prometheus text format."""
+        self.plane.queue_depth = queue_depth
+        return generate_latest(self.registry)
+
+
+def _cost_lookup(plane: ControlPlane) -> Callable[[str], float]:
+    def cost_of(deployment_id: str) -> float:
+        node_id = deployment_id.partition("/")[0]
+        try:
+            node = plane.registry.get(node_id)
+        except NotFound:  # a node that left since the call: its cost is unknown
+            return 0.0
+        for deployment in node.deployments:
+            if deployment.id == deployment_id:
+                return deployment.cost_per_call
+        return 0.0
+
+    return cost_of

@@ -1,0 +1,1 @@
+"""The one entry every protocol calls: decompose, route, execute, aggregate, traced."""

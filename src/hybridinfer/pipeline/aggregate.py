@@ -1,0 +1,57 @@
+"""Stage ``aggregate``: merge subtask outputs into one answer, or one clear error."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hybridinfer.core.plan import Plan
+from hybridinfer.errors import HybridInferError
+from hybridinfer.execute.executor import SubtaskResult, resolve
+
+
+def summarise(result: SubtaskResult) -> dict[str, Any]:
+    """One entry of the response's ``subtasks`` list."""
+    attempt = result.attempt
+    summary: dict[str, Any] = {
+        "id": result.subtask.id,
+        "capability": result.subtask.capability,
+        "tier": attempt.tier if attempt else None,
+        "node": attempt.node if attempt else None,
+        "model": attempt.model if attempt else None,
+        "status": result.status,
+        "latency_ms": round(result.latency_ms, 3),
+        "reason": result.reason,
+    }
+    if result.error is not None:
+        summary["error"] = {"code": result.error.error_code, "message": result.error.message}
+    return summary
+
+
+def aggregate(
+    plan: Plan, results: Mapping[str, SubtaskResult], request_inputs: Mapping[str, Any]
+) -> tuple[str, dict[str, Any]]:
+    """``("ok"|"partial", outputs)``; raises the first hard failure's error.
+
+    A soft subtask's failure leaves its outputs out and marks the answer ``partial``; a hard
+    one fails the request, because a 200 must never hide a failed step.
+    """
+    status = "ok"
+    for subtask in plan.subtasks:
+        result = results[subtask.id]
+        if result.status == "ok":
+            continue
+        if not subtask.soft:
+            assert result.error is not None
+            raise result.error
+        status = "partial"
+    outputs: dict[str, Any] = {}
+    for name, reference in plan.outputs.items():
+        source = reference[1:].split(".", 1)[0]
+        if source != "inputs" and results[source].status != "ok":
+            continue
+        outputs[name] = resolve(reference, request_inputs, results)
+    return status, outputs
+
+
+__all__ = ["HybridInferError", "aggregate", "summarise"]

@@ -1,0 +1,196 @@
+"""The one request path every protocol calls: decompose → route → execute → aggregate.
+
+Handlers (REST, OpenAI-compatible, queue consumers) translate their protocol and call
+``Pipeline.infer``; the logic lives here once.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from hybridinfer.core.decision import Decision
+from hybridinfer.core.plan import Plan
+from hybridinfer.core.schemas import InferRequest
+from hybridinfer.core.trace import Trace
+from hybridinfer.decompose.auto import AUTO_TASK, choose_task
+from hybridinfer.decompose.decomposer import Decomposer
+from hybridinfer.errors import HybridInferError, InvalidRequest
+from hybridinfer.execute.executor import Executor, SubtaskResult
+from hybridinfer.execute.streaming import StreamExecutor, TokenStream
+from hybridinfer.pipeline.aggregate import aggregate, summarise
+from hybridinfer.route.pin import pin
+from hybridinfer.route.router import RouteContext, RouteOptions, Router
+from hybridinfer.store.tracesink import TraceSink
+
+
+class Pipeline:
+    """Owns no state: everything it needs is handed in, so replicas are interchangeable."""
+
+    def __init__(
+        self,
+        decomposer: Decomposer,
+        router: Router,
+        executor: Executor,
+        traces: TraceSink,
+        request_timeout_ms: int,
+        streamer: StreamExecutor | None = None,
+    ) -> None:
+        self._decomposer = decomposer
+        self._router = router
+        self._executor = executor
+        self._traces = traces
+        self._request_timeout_ms = request_timeout_ms
+        self._streamer = streamer
+
+    async def infer(self, request: InferRequest, trace: Trace) -> dict[str, Any]:
+        """The ``/v1/infer`` response body; raises HybridInferError (and records the trace)."""
+        trace.task = request.task
+        options = request.options
+        try:
+            with trace.stage("decompose"):
+                auto = None
+                if request.task == AUTO_TASK:
+                    auto = choose_task(request.inputs)
+                    request = request.model_copy(update={"task": auto.task, "inputs": auto.inputs})
+                    trace.task = auto.task
+                deadline = self._deadline(request)
+                plan = self._decomposer.plan(request.task, request.inputs, options.privacy)
+                hedge = self._executor.hedging.wanted(options.hedge, options.max_latency_ms)
+                for subtask in plan.subtasks:
+                    subtask.priority = options.priority
+                    subtask.hedge = hedge
+                trace.plan = plan.describe()
+                if auto is not None:
+                    trace.plan["auto"] = {"task": auto.task, "reason": auto.reason}
+            with trace.stage("route"):
+                decisions, unplaced = self._route(plan, request, trace)
+            with trace.stage("execute"):
+                results = await self._executor.run(
+                    plan, decisions, request.inputs, trace, deadline, unplaced
+                )
+            with trace.stage("aggregate"):
+                subtasks = [summarise(results[s.id]) for s in plan.subtasks]
+                trace.plan["results"] = subtasks
+                status, outputs = aggregate(plan, results, request.inputs)
+        except HybridInferError as error:
+            trace.error = {"code": error.error_code, "message": error.message}
+            trace.finish("error")
+            self._traces.record(trace)
+            raise
+        trace.finish(status)
+        self._traces.record(trace)
+        body: dict[str, Any] = {"request_id": trace.request_id, "status": status}
+        body["outputs"] = outputs
+        if auto is not None:
+            body["task"] = auto.task
+        body |= {"subtasks": subtasks, "timings_ms": trace.rounded_timings()}
+        return body
+
+    def _route(
+        self, plan: Plan, request: InferRequest, trace: Trace
+    ) -> tuple[dict[str, Decision], dict[str, HybridInferError]]:
+        """A decision per subtask. A soft subtask nothing can serve is left unplaced (the
+        answer is then ``partial``); a hard one fails the request. ``stays_local`` subtasks
+        (redaction, restoring values) are placed on the local tier whatever the route says."""
+        options = request.options
+        route_options = RouteOptions(options.route, options.prefer, options.max_latency_ms)
+        context = self._context(route_options, request.task, trace)
+        local_context = context
+        if options.route not in ("auto", "local") and any(s.stays_local for s in plan.subtasks):
+            local_options = RouteOptions("local", options.prefer, options.max_latency_ms)
+            local_context = self._context(local_options, request.task, trace)
+        decisions: dict[str, Decision] = {}
+        unplaced: dict[str, HybridInferError] = {}
+        for subtask in plan.subtasks:
+            try:
+                decision = self._router.decide(
+                    subtask, local_context if subtask.stays_local else context
+                )
+            except HybridInferError as error:
+                if not subtask.soft:
+                    raise
+                unplaced[subtask.id] = error
+                continue
+            decisions[subtask.id] = pin(decision, None if subtask.stays_local else options.model)
+        trace.decisions = [decision.describe() for decision in decisions.values()]
+        return decisions, unplaced
+
+    def _context(self, options: RouteOptions, task: str, trace: Trace) -> RouteContext:
+        """Route context for the request; the trace records which policy version decides."""
+        routing_key = trace.routing_key or trace.request_id
+        context = self._router.context(options, task, trace.key_id, routing_key)
+        trace.policy_version = context.policy.version if context.policy else None
+        return context
+
+    def _deadline(self, request: InferRequest) -> float:
+        """Monotonic deadline: the caller's timeout, capped by the task's (or the gateway's)."""
+        ceiling = self._decomposer.timeout_ms(request.task) or self._request_timeout_ms
+        timeout_ms = min(request.options.timeout_ms or ceiling, ceiling)
+        return time.monotonic() + timeout_ms / 1000.0
+
+    async def stream(self, request: InferRequest, trace: Trace) -> TokenStream:
+        """Start a one-subtask task (chat) piece by piece, once its first token exists.
+
+        Errors before the first token raise here (after falling back along the decision's
+        chain); errors after it surface while iterating the stream. The trace is recorded when
+        the stream ends, whichever way it ends.
+        """
+        if self._streamer is None:
+            raise InvalidRequest("this gateway does not stream")
+        trace.task = request.task
+        options = request.options
+        deadline = self._deadline(request)
+        try:
+            with trace.stage("decompose"):
+                plan = self._decomposer.plan(request.task, request.inputs, options.privacy)
+                trace.plan = plan.describe()
+                if len(plan.subtasks) != 1:
+                    raise InvalidRequest(f"task {request.task!r} has several steps; cannot stream")
+            subtask = plan.subtasks[0]
+            with trace.stage("route"):
+                route_options = RouteOptions(options.route, options.prefer, options.max_latency_ms)
+                context = self._context(route_options, request.task, trace)
+                decision = pin(self._router.decide(subtask, context), options.model)
+                trace.decisions = [decision.describe()]
+            with trace.stage("execute"):
+                stream = await self._streamer.start(
+                    subtask, decision, request.inputs, trace, deadline
+                )
+        except HybridInferError as error:
+            self._record_failure(trace, error)
+            raise
+        resumed = time.perf_counter()
+
+        def close(stream: TokenStream, error: HybridInferError | None) -> None:
+            trace.timings_ms["execute"] += (time.perf_counter() - resumed) * 1000.0
+            self._record_stream(trace, plan, stream, decision.reason, error)
+
+        stream.on_close(close)
+        return stream
+
+    def _record_stream(
+        self,
+        trace: Trace,
+        plan: Plan,
+        stream: TokenStream,
+        reason: str,
+        error: HybridInferError | None,
+    ) -> None:
+        subtask = plan.subtasks[0]
+        status = "ok" if error is None else "error"
+        result = SubtaskResult(subtask, status, attempt=stream.attempt, error=error, reason=reason)
+        result.latency_ms = stream.attempt.latency_ms
+        assert trace.plan is not None
+        trace.plan["results"] = [summarise(result)]
+        trace.plan["first_token_ms"] = round(stream.first_token_ms, 3)
+        if error is not None:
+            self._record_failure(trace, error)
+            return
+        trace.finish("ok")
+        self._traces.record(trace)
+
+    def _record_failure(self, trace: Trace, error: HybridInferError) -> None:
+        trace.error = {"code": error.error_code, "message": error.message}
+        trace.finish("error")
+        self._traces.record(trace)

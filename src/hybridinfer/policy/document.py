@@ -1,0 +1,234 @@
+"""Routing policies: versioned YAML an operator can read, validated before they apply.
+
+A policy holds the scoring weights per ``prefer`` mode, ordered rules (a CEL condition and an
+action), cascade settings per task, degrade switches and the cloud budget. Rules are read top
+to bottom; the first whose condition holds decides the subtask's placement action:
+
+- ``local`` / ``edge`` / ``cloud``: candidates on that tier rank first; the others stay as
+  fallbacks (a policy never turns capacity into an error);
+- ``private``: candidates in the private zone rank first;
+- ``deny``: the subtask is refused (403 ``policy_denied``).
+
+A rule may also set ``cascade: false`` to stop escalation for the subtasks it matches.
+Privacy (``sensitive`` stays private) and degrade switches are hard filters, whatever the rules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from hybridinfer.core.schemas import Prefer
+from hybridinfer.errors import ConfigError
+from hybridinfer.policy.expressions import Condition, ExpressionError
+from hybridinfer.yamlfile import line_of, parse_document_with_lines
+
+Action = Literal["local", "edge", "cloud", "private", "deny"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Weights(_Strict):
+    """How much each goal counts when candidates are scored (each goal scores 0..1)."""
+
+    latency: float = Field(default=1.0, ge=0.0)
+    cost: float = Field(default=1.0, ge=0.0)
+    quality: float = Field(default=1.0, ge=0.0)
+
+
+class Rule(_Strict):
+    """When ``when`` holds for a subtask, ``action`` decides where it should run."""
+
+    name: str = Field(min_length=1, max_length=100)
+    when: str = Field(min_length=1, max_length=2000, description="A CEL condition.")
+    action: Action
+    cascade: bool | None = Field(None, description="false stops escalation for these subtasks")
+    description: str = ""
+
+
+class CascadeRule(_Strict):
+    """Run the cheapest deployment first; escalate when its calibrated confidence is low.
+
+    Give exactly one knob: ``threshold`` (raw confidence), or in user terms
+    ``target_cloud_share`` (fraction of calls escalated) or ``max_quality_drop`` (accuracy
+    points you accept to lose against always escalating). The user-term knobs are turned into
+    a threshold from the local model's calibration split when the policy is applied.
+    """
+
+    threshold: float | None = Field(None, ge=0.0, le=1.0)
+    target_cloud_share: float | None = Field(None, ge=0.0, le=1.0)
+    max_quality_drop: float | None = Field(None, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _one_knob(self) -> CascadeRule:
+        given = [self.threshold, self.target_cloud_share, self.max_quality_drop]
+        if sum(value is not None for value in given) != 1:
+            raise ValueError("give exactly one of threshold, target_cloud_share, max_quality_drop")
+        return self
+
+
+class Degrade(_Strict):
+    """Switch whole tiers off (``cloud: off``) without a restart."""
+
+    local: bool = True
+    edge: bool = True
+    cloud: bool = True
+
+
+class BudgetPolicy(_Strict):
+    """Cloud spend allowed per period, globally and per API key."""
+
+    period: Literal["minute", "hour", "day", "month"] = "day"
+    global_limit: float | None = Field(None, ge=0.0)
+    per_key_limit: float | None = Field(None, ge=0.0)
+    when_exhausted: Literal["local", "reject"] = Field(
+        "local", description="local: fall back to free tiers; reject: 429 budget_exhausted"
+    )
+
+
+class PromoteWhen(_Strict):
+    """When a model rollout decides by itself: both versions have answered ``min_requests``
+    times; the candidate wins if its median latency is at most ``max_latency_ratio`` times the
+    baseline's and its mean confidence is at least ``min_quality_delta`` above it."""
+
+    min_requests: int = Field(200, ge=1)
+    max_latency_ratio: float = Field(1.2, gt=0.0)
+    min_quality_delta: float = Field(0.0, ge=-1.0, le=1.0)
+
+
+class ModelRollout(_Strict):
+    """Send ``percent`` of a task's traffic for ``model`` to its ``candidate`` version."""
+
+    task: str = Field(min_length=1, max_length=200)
+    model: str = Field(min_length=1, max_length=200)
+    candidate: str = Field(min_length=1, max_length=100, description="the new model version")
+    percent: float = Field(gt=0.0, le=100.0)
+    promote_when: PromoteWhen | None = Field(
+        None, description="decide automatically; without it an operator edits the policy"
+    )
+
+    @property
+    def id(self) -> str:
+        return f"{self.task}/{self.model}:{self.candidate}"
+
+
+DEFAULT_WEIGHTS: dict[Prefer, Weights] = {
+    "balanced": Weights(),
+    "latency": Weights(latency=1.0, cost=0.25, quality=0.25),
+    "cost": Weights(latency=0.25, cost=1.0, quality=0.25),
+    "quality": Weights(latency=0.25, cost=0.25, quality=1.0),
+}
+
+
+class Policy(_Strict):
+    """One version of the routing policy."""
+
+    version: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9._-]+$")
+    description: str = ""
+    prefer: dict[Prefer, Weights] = Field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    rules: list[Rule] = Field(default_factory=list)
+    cascade: dict[str, CascadeRule] = Field(
+        default_factory=dict, description="Task (e.g. sentiment) → cascade settings."
+    )
+    degrade: Degrade = Field(default_factory=Degrade)
+    budget: BudgetPolicy = Field(default_factory=BudgetPolicy)
+    rollouts: list[ModelRollout] = Field(
+        default_factory=list, description="Model versions rolled out to a share of traffic."
+    )
+
+    def weights(self, prefer: Prefer) -> Weights:
+        return self.prefer.get(prefer) or Weights()
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledRule:
+    rule: Rule
+    condition: Condition
+    per_subtask: bool
+    """False when the condition reads only ``request.*``/``budget.*``: then it is evaluated
+    once per request; ``subtask``, ``node`` and ``network`` depend on the subtask."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledPolicy:
+    """A validated policy with its conditions compiled and its cascade thresholds resolved."""
+
+    policy: Policy
+    rules: tuple[CompiledRule, ...]
+    thresholds: dict[str, float]
+    text: str
+    disabled_tiers: frozenset[str] = frozenset()
+
+    @property
+    def version(self) -> str:
+        return self.policy.version
+
+
+SAMPLE_SIGNALS = {
+    "subtask": {
+        "id": "s",
+        "capability": "text-classification",
+        "task": "sentiment",
+        "privacy": "internal",
+        "size": 10,
+        "complexity": 0.5,
+        "priority": 0,
+        "latency_sensitive": False,
+    },
+    "request": {"task": "sentiment", "prefer": "balanced", "route": "auto", "key_id": "k"},
+    "node": {
+        tier: {"load": 0.0, "in_flight": 0, "ready": True, "count": 1}
+        for tier in ("local", "edge", "cloud")
+    },
+    "network": {tier: {"rtt_ms": 0.0, "error_rate": 0.0} for tier in ("local", "edge", "cloud")},
+    "budget": {"spent": 0.0, "limit": 0.0, "remaining": 0.0, "fraction": 0.0},
+}
+"""The documented signals with representative values; conditions are test-run on them."""
+
+
+def _reads_subtask_signals(condition: str) -> bool:
+    return any(name in condition for name in ("subtask", "node", "network"))
+
+
+def compile_policy(
+    text: str, source: str = "policy.yaml", thresholds: dict[str, float] | None = None
+) -> CompiledPolicy:
+    """Validate a policy document (schema and CEL); a ConfigError names each problem's line."""
+    policy, lines = parse_document_with_lines(Policy, text, source)
+    compiled: list[CompiledRule] = []
+    problems: list[str] = []
+    for index, rule in enumerate(policy.rules):
+        try:
+            condition = Condition(rule.when)
+            condition.check(SAMPLE_SIGNALS)
+        except ExpressionError as exc:
+            line = line_of(lines, ("rules", index, "when"))
+            problems.append(f"{source}:{line}: rules.{index}.when ({rule.name}): {exc}")
+            continue
+        compiled.append(CompiledRule(rule, condition, _reads_subtask_signals(rule.when)))
+    if problems:
+        raise ConfigError("; ".join(problems))
+    resolved = {
+        task: rule.threshold for task, rule in policy.cascade.items() if rule.threshold is not None
+    }
+    resolved.update(thresholds or {})
+    degrade = policy.degrade
+    disabled = frozenset(t for t in ("local", "edge", "cloud") if not getattr(degrade, t))
+    return CompiledPolicy(policy, tuple(compiled), resolved, text, disabled)
+
+
+def load_policy(path: Path) -> CompiledPolicy:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read policy {path}: {exc.strerror}") from None
+    return compile_policy(text, str(path))
+
+
+def default_policy_path() -> Path:
+    return Path(__file__).resolve().parent.parent / "defaults" / "policy.yaml"
