@@ -28,10 +28,13 @@ up: install
 test: check
 	$(BIN)/python -m pytest -ra
 
+## Style, complexity bounds, strict types, import layers, module sizes, the one error tree.
 check: install
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-logo
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_layout.py
 
 ## Only the fast unit tests.
 unit: install

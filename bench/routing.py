@@ -22,11 +22,11 @@ from bench.harness import REPO, RESULTS, write_result
 from hybridinfer.route.learned import FeatureTable
 from hybridinfer.routertraining.deferral import (
     DeferralCurve,
+    curve_metrics,
     deferral_curve,
     length_scores,
     oracle_scores,
     random_scores,
-    summarize,
 )
 from hybridinfer.routertraining.embedding import open_embedder
 from hybridinfer.routertraining.outcomes import default_data_dir, load_outcomes_dir
@@ -72,7 +72,7 @@ def evaluate(data_dir: Path, models_dir: Path, cache_dir: Path) -> dict[str, Any
         for name, score in scores.items():
             curve = deferral_curve(score, test_outcomes.weak, test_outcomes.strong)
             curves[name].append(curve)
-            fold[name] = summarize(curve)
+            fold[name] = curve_metrics(curve)
         folds.append(fold)
         print(f"fold {index}: {chosen.label} ({train_seconds:.0f} s)", flush=True)
     return {

@@ -8,13 +8,13 @@ import pytest
 from hybridinfer.routertraining.deferral import (
     apgr,
     cpt,
+    curve_metrics,
     deferral_curve,
     length_scores,
     oracle_scores,
     pgr,
     random_scores,
     strong_share_at_quality,
-    summarize,
 )
 
 # Ten prompts: the weak model gets the first six right, the strong model gets all ten.
@@ -53,7 +53,7 @@ def test_random_router_recovers_half_the_gap() -> None:
     rng = np.random.default_rng(1)
     weak = rng.random(20_000) < 0.68
     strong = rng.random(20_000) < 0.81
-    summary = summarize(deferral_curve(random_scores(20_000), weak, strong))
+    summary = curve_metrics(deferral_curve(random_scores(20_000), weak, strong))
     assert summary["apgr"] == pytest.approx(0.5, abs=0.05)
     assert summary["cpt50"] == pytest.approx(0.5, abs=0.05)
 
@@ -69,7 +69,7 @@ def test_quality_out_of_reach_needs_every_strong_call() -> None:
 def test_pgr_and_no_gap() -> None:
     assert pgr(0.7, 0.6, 0.8) == pytest.approx(0.5)
     same = np.array([True, False, True])
-    assert summarize(deferral_curve([1.0, 2.0, 3.0], same, same)) == {
+    assert curve_metrics(deferral_curve([1.0, 2.0, 3.0], same, same)) == {
         "apgr": None,
         "cpt50": None,
         "cpt80": None,

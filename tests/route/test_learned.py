@@ -13,7 +13,7 @@ import pytest
 from hybridinfer.errors import ConfigError, InvalidInput
 from hybridinfer.models.embedder import Embedder
 from hybridinfer.route.learned import FeatureTable, LearnedRouter, bundled_router_path
-from hybridinfer.routertraining.deferral import deferral_curve, summarize
+from hybridinfer.routertraining.deferral import curve_metrics, deferral_curve
 from hybridinfer.routertraining.outcomes import Outcomes, default_data_dir, load_outcomes_dir
 from hybridinfer.routertraining.training import Candidate, fit_router, group_folds, train_router
 
@@ -112,7 +112,7 @@ def test_group_folds_never_split_a_group(outcomes: Outcomes) -> None:
 def test_bundled_router_beats_random_on_this_slice(outcomes: Outcomes, table: FeatureTable) -> None:
     # The slice was part of its training data, so this only proves it loads and ranks sensibly.
     router = LearnedRouter.load(bundled_router_path())
-    summary = summarize(
+    summary = curve_metrics(
         deferral_curve(router.score_features(table), outcomes.weak, outcomes.strong)
     )
     assert summary["apgr"] is not None

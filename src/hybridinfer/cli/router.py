@@ -18,10 +18,10 @@ from hybridinfer.route.learned import (
     bundled_router_path,
 )
 from hybridinfer.routertraining.deferral import (
+    curve_metrics,
     deferral_curve,
     length_scores,
     random_scores,
-    summarize,
 )
 from hybridinfer.routertraining.embedding import open_embedder
 from hybridinfer.routertraining.outcomes import (
@@ -94,7 +94,7 @@ def evaluate(
             }
         }
         for name, score in scores.items():
-            report[name] = summarize(deferral_curve(score, outcomes.weak, outcomes.strong))
+            report[name] = curve_metrics(deferral_curve(score, outcomes.weak, outcomes.strong))
     click.echo(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
 
 

@@ -4,7 +4,7 @@ The row is written before the message is published, so a worker always finds its
 ``Idempotency-Key`` a caller may retry a submission safely: the same key (per API key) gives
 the same task, and a task still queued is published again (the queue drops the duplicate
 within its window; after it, the worker's idempotency does). The work itself is done by
-``worker.TaskWorker`` on any replica.
+``worker.JobWorker`` on any replica.
 """
 
 from __future__ import annotations
@@ -22,22 +22,22 @@ from hybridinfer.decompose.auto import AUTO_TASK, choose_task
 from hybridinfer.decompose.decomposer import Decomposer
 from hybridinfer.errors import IdempotencyKeyReused, InvalidRequest, NotFound
 from hybridinfer.queue.base import WorkQueue
-from hybridinfer.store.jobs import TaskStore
+from hybridinfer.store.jobs import JobStore
 
 _IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,200}$")
 
 
-def task_message(task_id: str, key_id: str | None, request: InferRequest) -> bytes:
+def job_message(task_id: str, key_id: str | None, request: InferRequest) -> bytes:
     """The queue message of a task: everything a worker needs, with no store read."""
     return orjson.dumps(
         {"task_id": task_id, "key_id": key_id, "request": request.model_dump(mode="json")}
     )
 
 
-class TaskService:
+class JobService:
     """Submits tasks and answers their status."""
 
-    def __init__(self, tasks: TaskStore, queue: WorkQueue, decomposer: Decomposer) -> None:
+    def __init__(self, tasks: JobStore, queue: WorkQueue, decomposer: Decomposer) -> None:
         self._tasks = tasks
         self._queue = queue
         self._decomposer = decomposer
@@ -63,7 +63,7 @@ class TaskService:
                 "this Idempotency-Key was used with a different request body"
             )
         if record["created"] or record["status"] == "queued":
-            message = task_message(record["id"], principal.key_id, request)
+            message = job_message(record["id"], principal.key_id, request)
             await self._queue.publish(message, dedupe_id=record["id"])
         return str(record["id"])
 

@@ -15,14 +15,14 @@ from hybridinfer.backends.tfserving import TFServingBackend
 from hybridinfer.backends.v2 import V2Backend
 from hybridinfer.cache import open_cache
 from hybridinfer.control.audit import AuditLog
-from hybridinfer.control.jobs import TaskService
+from hybridinfer.control.jobs import JobService
 from hybridinfer.control.keys import KeyRing, generate_key
 from hybridinfer.control.policycenter import PolicyCenter
 from hybridinfer.control.prober import NodeProber
 from hybridinfer.control.ratelimit import RateLimiter
 from hybridinfer.control.replicas import ReplicaSync
 from hybridinfer.control.rollout import RolloutMonitor
-from hybridinfer.control.worker import RetryPolicy, TaskWorker
+from hybridinfer.control.worker import JobWorker, RetryPolicy
 from hybridinfer.core.topology import Node, Tier, Zone
 from hybridinfer.decompose.decomposer import Decomposer
 from hybridinfer.decompose.rules import default_rules_path, load_rules
@@ -54,7 +54,7 @@ from hybridinfer.signals.registry import NodeRegistry, deployment_from_info, nod
 from hybridinfer.signals.sharedledger import CacheLedger
 from hybridinfer.steps.retrieval import KnowledgeBase, default_knowledge_path, load_passages
 from hybridinfer.steps.summaries import ExtractiveSummarizer, LazyEmbedder
-from hybridinfer.store.jobs import TaskStore
+from hybridinfer.store.jobs import JobStore
 from hybridinfer.store.sql import SqlStore
 from hybridinfer.store.tracesink import TraceSink
 
@@ -175,14 +175,12 @@ class ControlPlane:
         """Async tasks (queue, task rows, workers) and the sync between replicas."""
         settings = self.settings
         self.queue = open_queue(settings)
-        task_store = TaskStore(self.store)
-        self.tasks = TaskService(task_store, self.queue, self.decomposer)
+        task_store = JobStore(self.store)
+        self.tasks = JobService(task_store, self.queue, self.decomposer)
         retry = RetryPolicy(
             settings.task_max_attempts, settings.task_retry_base_s, settings.task_retry_max_s
         )
-        self.worker = TaskWorker(
-            self.queue, task_store, self.pipeline, settings.task_workers, retry
-        )
+        self.worker = JobWorker(self.queue, task_store, self.pipeline, settings.task_workers, retry)
         self.replicas = ReplicaSync(
             self.store,
             self.registry,

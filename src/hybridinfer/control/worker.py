@@ -1,7 +1,7 @@
 """The task worker: takes tasks off the queue and runs them through ``Pipeline.infer``.
 
 At least once, stored exactly once: a task is marked running, run, its result stored with a
-conditional write (``TaskStore.finish``: the first writer wins) and only then acknowledged.
+conditional write (``JobStore.finish``: the first writer wins) and only then acknowledged.
 A replica that dies mid-task never acknowledges, so the queue redelivers the task to another
 after ``ack_wait_s``; while a task runs, the worker keeps extending that clock. A task that
 is finished already is acknowledged without running (a duplicate delivery). Failures:
@@ -30,7 +30,7 @@ from hybridinfer.errors import HybridInferError, QueueUnavailable, StoreUnavaila
 from hybridinfer.observe.logs import request_context
 from hybridinfer.pipeline.pipeline import Pipeline
 from hybridinfer.queue.base import Delivery, WorkQueue
-from hybridinfer.store.jobs import FINISHED, TaskStore
+from hybridinfer.store.jobs import FINISHED, JobStore
 
 log = logging.getLogger(__name__)
 
@@ -60,13 +60,13 @@ class WorkerCounts:
     duplicates: int = 0
 
 
-class TaskWorker:
+class JobWorker:
     """``concurrency`` loops, each taking one delivery at a time."""
 
     def __init__(
         self,
         queue: WorkQueue,
-        tasks: TaskStore,
+        tasks: JobStore,
         pipeline: Pipeline,
         concurrency: int,
         retry: RetryPolicy,

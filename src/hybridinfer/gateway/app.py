@@ -17,6 +17,7 @@ from hybridinfer.gateway.artifacts import artifact_routes
 from hybridinfer.gateway.audit import AUDIT_ROUTES
 from hybridinfer.gateway.bodytimeout import BodyTimeoutMiddleware
 from hybridinfer.gateway.dashboard import DASHBOARD_ROUTES
+from hybridinfer.gateway.jobs import TASK_ROUTES
 from hybridinfer.gateway.keys import KEY_ROUTES
 from hybridinfer.gateway.metrics import METRICS_ROUTES
 from hybridinfer.gateway.middleware import (
@@ -32,7 +33,6 @@ from hybridinfer.gateway.policies import POLICY_ROUTES
 from hybridinfer.gateway.rollouts import ROLLOUT_ROUTES
 from hybridinfer.gateway.routes import ROUTES
 from hybridinfer.gateway.rules import RULE_ROUTES
-from hybridinfer.gateway.tasks import TASK_ROUTES
 from hybridinfer.observe.metrics import Metrics
 from hybridinfer.observe.stats import TrafficWindow
 from hybridinfer.server.responses import error_response

@@ -104,7 +104,7 @@ def strong_share_at_quality(curve: DeferralCurve, fraction: float = 0.95) -> flo
     return float(np.interp(fraction * curve.strong_quality, curve.quality, curve.strong_share))
 
 
-def summarize(curve: DeferralCurve) -> dict[str, float | None]:
+def curve_metrics(curve: DeferralCurve) -> dict[str, float | None]:
     """The standard numbers of one curve: ``apgr``, ``cpt50``, ``cpt80``, ``strong_share_at_95``.
 
     All are ``None`` when both models are equally good: there is no gap to recover.

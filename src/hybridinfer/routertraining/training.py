@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hybridinfer.route.learned import FeatureTable, Head, LearnedRouter
-from hybridinfer.routertraining.deferral import deferral_curve, summarize
+from hybridinfer.routertraining.deferral import curve_metrics, deferral_curve
 from hybridinfer.routertraining.outcomes import Outcomes
 
 Progress = Callable[[str], None]
@@ -121,7 +121,9 @@ def cross_validate(
         router = fit_router(table.rows(train), outcomes.subset(train), candidate)
         scores = router.score_features(table.rows(test))
         test_outcomes = outcomes.subset(test)
-        results.append(summarize(deferral_curve(scores, test_outcomes.weak, test_outcomes.strong)))
+        results.append(
+            curve_metrics(deferral_curve(scores, test_outcomes.weak, test_outcomes.strong))
+        )
     return results
 
 

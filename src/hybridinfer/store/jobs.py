@@ -20,7 +20,7 @@ from hybridinfer.store.sql import SqlStore, record_of
 FINISHED = ("done", "failed")
 
 
-class TaskStore:
+class JobStore:
     """Creates, starts, finishes and reads tasks."""
 
     def __init__(self, store: SqlStore) -> None:

@@ -1,4 +1,4 @@
-"""``POST /v1/tasks`` and ``GET /v1/tasks/{id}``: thin handlers over ``tasks.TaskService``."""
+"""``POST /v1/tasks`` and ``GET /v1/tasks/{id}``: thin handlers over ``tasks.JobService``."""
 
 from __future__ import annotations
 
