@@ -4,7 +4,7 @@ import pytest
 
 from hybridinfer.core.plan import Privacy
 from hybridinfer.decompose.decomposer import Decomposer
-from hybridinfer.decompose.privacy import holds_personal_data
+from hybridinfer.decompose.privacy import scan_inputs, strings_in
 from hybridinfer.decompose.rules import default_rules_path, load_rules
 
 
@@ -57,7 +57,36 @@ def test_single_step_tasks_with_personal_data_become_sensitive(decomposer: Decom
     assert labels(decomposer, "chat", {"messages": messages})["generate"] is Privacy.SENSITIVE
 
 
-def test_holds_personal_data() -> None:
-    assert holds_personal_data(["x", "a@b.io"])
-    assert not holds_personal_data([1.0, 2.0])
-    assert not holds_personal_data("nothing here")
+def test_every_string_at_any_depth_is_read() -> None:
+    value = {"a": ["x", {"b": "y", "key": ("z",)}], "n": 1.0}
+    assert sorted(strings_in(value)) == ["a", "b", "key", "n", "x", "y", "z"]
+
+
+def test_a_chat_message_name_is_scanned(decomposer: Decomposer) -> None:
+    messages = [{"role": "user", "content": "hello", "name": "jane.doe@example.com"}]
+    assert labels(decomposer, "chat", {"messages": messages})["generate"] is Privacy.SENSITIVE
+
+
+def test_scan_reports_kinds_and_counts_never_values() -> None:
+    scan = scan_inputs({"text": "a@b.io and c@d.io", "other": "plain"}, Privacy.INTERNAL)
+    assert scan.personal == {"text"}
+    assert scan.describe()["kinds"] == {"EMAIL": 2}
+    assert "a@b.io" not in repr(scan.describe())
+
+
+class BrokenDetector:
+    def detect(self, text: str) -> list[object]:
+        raise RuntimeError("model gone")
+
+
+def test_a_failing_detector_marks_the_input_personal() -> None:
+    scan = scan_inputs({"text": "plain"}, Privacy.INTERNAL, BrokenDetector())  # type: ignore[arg-type]
+    assert scan.personal == {"text"}
+    assert scan.failed == {"text"}
+
+
+def test_a_failing_detector_keeps_the_subtask_private() -> None:
+    decomposer = Decomposer(load_rules(default_rules_path()), BrokenDetector())  # type: ignore[arg-type]
+    assert labels(decomposer, "sentiment", {"text": "plain words"}) == {
+        "classify": Privacy.SENSITIVE
+    }

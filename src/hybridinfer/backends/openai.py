@@ -20,6 +20,7 @@ from yarl import URL
 
 from hybridinfer.backends.http import JSON_HEADERS, HttpBackend, json_object
 from hybridinfer.backends.prompts import PROMPT_TASKS
+from hybridinfer.core.chat import content_text
 from hybridinfer.core.topology import Deployment, Node
 from hybridinfer.core.tracecontext import outgoing_headers
 from hybridinfer.errors import (
@@ -31,8 +32,20 @@ from hybridinfer.errors import (
     UpstreamUnavailable,
 )
 
-GENERATION_PARAMETERS = ("max_tokens", "temperature", "top_p", "stop", "seed")
+GENERATION_PARAMETERS = (
+    "max_tokens", "temperature", "top_p", "stop", "seed", "presence_penalty",
+    "frequency_penalty", "tools", "tool_choice", "response_format",
+)  # fmt: skip
 """Chat inputs passed through to the upstream besides ``messages``."""
+
+
+def upstream_message(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A message as every OpenAI-compatible server reads it: text parts joined into one
+    string (chat templates of local servers print a list as it is), null content as ``""``."""
+    sent = dict(message)
+    if not isinstance(sent.get("content"), str):
+        sent["content"] = content_text(sent.get("content"))
+    return sent
 
 
 def _status_error(model: str, status: int, raw: bytes) -> HybridInferError:
@@ -95,10 +108,13 @@ class OpenAIBackend(HttpBackend):
             choice = payload["choices"][0]
             message = choice["message"]
             text = message.get("content") or ""
+            answer: dict[str, Any] = {"role": "assistant", "content": text}
+            if message.get("tool_calls"):
+                answer["tool_calls"] = list(message["tool_calls"])
         except (KeyError, IndexError, TypeError, AttributeError):
             raise UpstreamError(f"{deployment.model}: malformed chat completion") from None
         return {
-            "message": {"role": "assistant", "content": text},
+            "message": answer,
             "text": text,
             "finish_reason": choice.get("finish_reason") or "stop",
             "usage": payload.get("usage") or {},
@@ -205,7 +221,8 @@ class OpenAIBackend(HttpBackend):
     def _chat_body(deployment: Deployment, inputs: Mapping[str, Any], stream: bool) -> bytes:
         if not isinstance(inputs.get("messages"), list):
             raise InvalidInput(f"model {deployment.model} needs input 'messages'")
-        body: dict[str, Any] = {"model": deployment.model, "messages": inputs["messages"]}
+        messages = [upstream_message(message) for message in inputs["messages"]]
+        body: dict[str, Any] = {"model": deployment.model, "messages": messages}
         for name in GENERATION_PARAMETERS:
             if inputs.get(name) is not None:
                 body[name] = inputs[name]

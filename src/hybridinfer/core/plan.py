@@ -52,6 +52,8 @@ class Subtask:
     """Placed on the local tier even when the request forces another one."""
     hedge: bool = False
     """The next deployment of its chain may be raced against the first (``execute/hedge.py``)."""
+    raw_inputs: frozenset[str] = frozenset()
+    """The request inputs whose raw values it sees (directly or through earlier steps)."""
 
     def labels(self) -> dict[str, Any]:
         """The labels a trace shows for this subtask."""
@@ -77,10 +79,13 @@ class Plan:
     subtasks: list[Subtask]
     outputs: dict[str, str] = field(default_factory=dict)
     """Answer field → reference to a subtask output (``$classify.label``)."""
+    privacy: dict[str, Any] = field(default_factory=dict)
+    """What the privacy scan found: kinds and counts, never values."""
 
     def describe(self) -> dict[str, Any]:
         return {
             "task": self.task,
             "subtasks": [subtask.labels() for subtask in self.subtasks],
             "outputs": dict(self.outputs),
+            "privacy": dict(self.privacy),
         }

@@ -7,9 +7,10 @@ from typing import Any
 
 from hybridinfer.core.plan import Plan, Privacy, Subtask
 from hybridinfer.decompose.inputs import STRUCTURED_TYPES, check_structured
-from hybridinfer.decompose.privacy import label_privacy
+from hybridinfer.decompose.privacy import exposures, label_privacy, scan_inputs
 from hybridinfer.decompose.rules import InputSpec, RuleTable, TaskRule, parse_rules
 from hybridinfer.errors import ConfigError, InvalidInput, InvalidRules, UnknownTask
+from hybridinfer.privacy.detect import Detector, default_detector
 
 
 def check_input(name: str, spec: InputSpec, value: Any) -> int:
@@ -43,8 +44,9 @@ def check_input(name: str, spec: InputSpec, value: Any) -> int:
 class Decomposer:
     """Plans requests from a rule table; swap the table with ``replace_rules`` to hot-reload."""
 
-    def __init__(self, rules: RuleTable) -> None:
+    def __init__(self, rules: RuleTable, detector: Detector | None = None) -> None:
         self._rules = rules
+        self._detector = detector or default_detector()
 
     @property
     def rules(self) -> RuleTable:
@@ -72,13 +74,24 @@ class Decomposer:
     def task_names(self) -> list[str]:
         return sorted(self._rules.tasks)
 
-    def plan(self, task: str, inputs: dict[str, Any], privacy: Privacy | None) -> Plan:
-        """The plan for one request; raises UnknownTask or InvalidInput."""
+    def plan(
+        self,
+        task: str,
+        inputs: dict[str, Any],
+        privacy: Privacy | None,
+        detector: Detector | None = None,
+        fail_closed: bool = True,
+    ) -> Plan:
+        """The plan for one request; raises UnknownTask or InvalidInput. ``detector`` (the
+        policy's phone regions) replaces the decomposer's own for this request."""
         rule = self._rules.tasks.get(task)
         if rule is None:
             raise UnknownTask(f"unknown task {task!r}; known tasks: {', '.join(self.task_names())}")
         size = self._check_inputs(rule, inputs)
-        labels = label_privacy(rule, inputs, privacy or Privacy.INTERNAL)
+        requested = privacy or Privacy.INTERNAL
+        scan = scan_inputs(inputs, requested, detector or self._detector, fail_closed)
+        labels = label_privacy(rule, scan, requested)
+        raw = exposures(rule)
         subtasks = [
             Subtask(
                 id=step.id,
@@ -92,10 +105,13 @@ class Decomposer:
                 soft=step.soft,
                 latency_sensitive=step.latency_sensitive,
                 stays_local=step.stays_local,
+                raw_inputs=raw[step.id],
             )
             for step in rule.subtasks
         ]
-        return Plan(task=task, subtasks=subtasks, outputs=dict(rule.outputs))
+        plan = Plan(task=task, subtasks=subtasks, outputs=dict(rule.outputs))
+        plan.privacy = scan.describe()
+        return plan
 
     @staticmethod
     def _check_inputs(rule: TaskRule, inputs: dict[str, Any]) -> int:

@@ -1,17 +1,25 @@
-"""Checks for the structured input types of the rule table: chat ``messages``, ``texts`` (one
-string or a list of them) and single ``number``/``integer`` values. Each returns the input's size
-in characters (or 1 for a number), which the router compares with a deployment's max input."""
+"""Checks for the structured input types of the rule table: chat ``messages`` (the OpenAI
+schema of ``core/chat.py``), ``texts`` (one string or a list of them), ``json`` (any JSON value:
+tools, a response format) and single ``number``/``integer`` values. Each returns the input's
+size in characters (0 for a number), which the router compares with a deployment's max input.
+
+Messages name the field that is wrong, never its value: a value may be personal data."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
+import orjson
+from pydantic import TypeAdapter, ValidationError
+
+from hybridinfer.core.chat import ChatMessage, content_text, unsupported_parts
 from hybridinfer.decompose.rules import InputSpec
 from hybridinfer.errors import InvalidInput
+from hybridinfer.privacy.scrub import scrub
 
-STRUCTURED_TYPES = frozenset({"messages", "texts", "number", "integer"})
-ROLES = frozenset({"system", "user", "assistant", "developer", "tool"})
+STRUCTURED_TYPES = frozenset({"messages", "texts", "number", "integer", "json"})
+_MESSAGES = TypeAdapter(list[ChatMessage])
 
 
 def check_structured(name: str, spec: InputSpec, value: Any) -> int:
@@ -20,6 +28,8 @@ def check_structured(name: str, spec: InputSpec, value: Any) -> int:
         return _check_messages(name, spec, value)
     if spec.type == "texts":
         return _check_texts(name, spec, value)
+    if spec.type == "json":
+        return _check_json(name, spec, value)
     return _check_number(name, spec, value)
 
 
@@ -28,20 +38,36 @@ def _check_messages(name: str, spec: InputSpec, value: Any) -> int:
         raise InvalidInput(f"inputs.{name} must be a non-empty list of messages")
     if spec.max_items is not None and len(value) > spec.max_items:
         raise InvalidInput(f"inputs.{name} holds more than {spec.max_items} messages")
-    size = 0
-    for index, message in enumerate(value):
-        where = f"inputs.{name}[{index}]"
-        if not isinstance(message, dict) or set(message) - {"role", "content", "name"}:
-            raise InvalidInput(f"{where} must be an object with 'role' and 'content'")
-        if message.get("role") not in ROLES:
-            raise InvalidInput(f"{where}.role must be one of {', '.join(sorted(ROLES))}")
-        content = message.get("content")
-        if not isinstance(content, str):
-            raise InvalidInput(f"{where}.content must be a string")
-        size += len(content)
+    try:
+        messages = _MESSAGES.validate_python(value)
+    except ValidationError as error:
+        first = error.errors(include_input=False, include_url=False)[0]
+        where = scrub(".".join(str(part) for part in (name, *first["loc"])))
+        raise InvalidInput(f"inputs.{where}: {scrub(first['msg'])}") from None
+    unsupported = unsupported_parts(value)
+    if unsupported:
+        raise InvalidInput(
+            f"inputs.{name} holds {', '.join(unsupported)} parts, which no chat deployment "
+            "here reads: send text parts only",
+            code="unsupported_content",
+        )
+    size = sum(_message_size(message) for message in messages)
     if spec.max_length is not None and size > spec.max_length:
         raise InvalidInput(f"inputs.{name} is longer than {spec.max_length} characters in all")
     return size
+
+
+def _message_size(message: ChatMessage) -> int:
+    calls = message.tool_calls or []
+    text = content_text(message.model_dump(exclude_none=True).get("content"))
+    return len(text) + sum(len(call.function.arguments) for call in calls)
+
+
+def _check_json(name: str, spec: InputSpec, value: Any) -> int:
+    size = len(orjson.dumps(value))
+    if spec.max_length is not None and size > spec.max_length:
+        raise InvalidInput(f"inputs.{name} is longer than {spec.max_length} characters")
+    return 0
 
 
 def _check_texts(name: str, spec: InputSpec, value: Any) -> int:

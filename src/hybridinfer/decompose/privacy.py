@@ -1,57 +1,123 @@
 """Privacy labels of a plan's subtasks, from what each one will see.
 
-A subtask that reads raw personal data — a request input where ``privacy.detect`` finds some
-(or any input, when the caller declares the request ``sensitive``), or an output of a subtask
-that read such data — is ``sensitive`` and stays in the private zone. A subtask that reads
-only outputs a step declares clean (``clean_outputs``: a redactor's pseudonymised texts) may
-leave it: it is labelled at most ``internal``.
+Every string a request carries is scanned — at any depth, dictionary keys too, so a chat
+message's ``name``, a content part, a tool call's arguments and a tool's result are read like
+its ``content``. A subtask that reads raw personal data (a request input that holds some, any
+input when the caller declares the request ``sensitive``, or an output of a subtask that read
+such data) is ``sensitive`` and stays in the private zone. A subtask that reads only outputs a
+step declares clean (``clean_outputs``: a redactor's pseudonymised texts) may leave it: it is
+labelled at most ``internal``.
+
+Fail closed: when a detector raises, the input it was reading counts as personal data.
+Names need a model (~7 ms a text), so the pattern scan runs at decompose and ``NameCheck``
+runs only for the inputs of subtasks the router could place in the public zone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from hybridinfer.core.plan import Privacy
 from hybridinfer.decompose.rules import TaskRule, split_reference
-from hybridinfer.privacy.detect import detect
+from hybridinfer.privacy.detect import Detector, default_detector, standard_recognisers
 
 
-def holds_personal_data(value: Any) -> bool:
-    """Whether a request input (text, list of texts, chat messages) holds personal data."""
+@functools.lru_cache(maxsize=32)
+def detector_for(phone_regions: tuple[str, ...]) -> Detector:
+    """The detector of a policy's phone regions (built once per set of regions)."""
+    return Detector(standard_recognisers(phone_regions))
+
+
+def strings_in(value: Any) -> Iterator[str]:
+    """Every string in ``value``: itself, list items and dictionary keys and values, at any
+    depth. A field added to a request schema later is scanned without a change here."""
     if isinstance(value, str):
-        return bool(detect(value))
-    if isinstance(value, list):
-        return any(holds_personal_data(item) for item in value)
-    if isinstance(value, dict):
-        return holds_personal_data(value.get("content"))
-    return False
+        yield value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(key, str):
+                yield key
+            yield from strings_in(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from strings_in(item)
 
 
-def label_privacy(
-    rule: TaskRule, inputs: Mapping[str, Any], requested: Privacy
-) -> dict[str, Privacy]:
+@dataclass
+class PrivacyScan:
+    """What the scan of one request's inputs found; kinds and counts only, never values."""
+
+    personal: set[str] = field(default_factory=set)
+    """Request inputs holding personal data (every input of a request declared sensitive)."""
+    kinds: Counter[str] = field(default_factory=Counter)
+    failed: set[str] = field(default_factory=set)
+    """Inputs a detector failed on: personal, by the fail-closed rule."""
+    names_checked: set[str] = field(default_factory=set)
+    """Inputs the name finder has read (found or not)."""
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "inputs_with_personal_data": sorted(self.personal),
+            "kinds": dict(self.kinds),
+            "detector_failed": sorted(self.failed),
+            "names_checked": sorted(self.names_checked),
+        }
+
+
+def scan_inputs(
+    inputs: Mapping[str, Any],
+    requested: Privacy,
+    detector: Detector | None = None,
+    fail_closed: bool = True,
+) -> PrivacyScan:
+    """The pattern scan of every string of every input. A detector that raises marks the
+    input personal (``fail_closed``) or leaves it as it is (recorded in ``failed`` either way)."""
+    detector = detector or default_detector()
+    scan = PrivacyScan()
+    for name, value in inputs.items():
+        if requested is Privacy.SENSITIVE:
+            scan.personal.add(name)
+            continue
+        try:
+            found = [finding for text in strings_in(value) for finding in detector.detect(text)]
+        except Exception:  # fail closed: whatever broke, the input stays private
+            scan.failed.add(name)
+            if fail_closed:
+                scan.personal.add(name)
+            continue
+        if found:
+            scan.personal.add(name)
+            scan.kinds.update(finding.kind for finding in found)
+    return scan
+
+
+def exposures(rule: TaskRule) -> dict[str, frozenset[str]]:
+    """Step id → the request inputs whose raw values the step sees, directly or through an
+    earlier step's output that the earlier step does not declare clean."""
+    seen: dict[str, frozenset[str]] = {}
+    for step in rule.subtasks:
+        raw: set[str] = set()
+        for reference in step.inputs.values():
+            source, name = split_reference(reference)
+            if source == "inputs":
+                raw.add(name)
+            elif source in seen and name not in rule.step(source).clean_outputs:
+                raw |= seen[source]
+        seen[step.id] = frozenset(raw)
+    return seen
+
+
+def label_privacy(rule: TaskRule, scan: PrivacyScan, requested: Privacy) -> dict[str, Privacy]:
     """Subtask id → privacy label."""
-    raw_inputs = {
-        name
-        for name, value in inputs.items()
-        if requested is Privacy.SENSITIVE or holds_personal_data(value)
-    }
-    clean: dict[str, set[str]] = {}
-    """Steps that saw raw data → the outputs they declare clean."""
     ceiling = Privacy.INTERNAL if requested is Privacy.SENSITIVE else requested
     labels: dict[str, Privacy] = {}
-    for step in rule.subtasks:
-        sees_raw = False
-        for reference in step.inputs.values():
-            source, field = split_reference(reference)
-            if source == "inputs":
-                sees_raw = sees_raw or field in raw_inputs
-            elif source in clean and field not in clean[source]:
-                sees_raw = True
-        if sees_raw:
-            labels[step.id] = Privacy.SENSITIVE
-            clean[step.id] = set(step.clean_outputs)
+    for step_id, raw in exposures(rule).items():
+        if raw & scan.personal:
+            labels[step_id] = Privacy.SENSITIVE
         else:
-            labels[step.id] = ceiling.at_least(step.privacy or Privacy.PUBLIC)
+            labels[step_id] = ceiling.at_least(rule.step(step_id).privacy or Privacy.PUBLIC)
     return labels

@@ -22,9 +22,10 @@ class _Strict(BaseModel):
 class InputSpec(_Strict):
     """What one request input must look like."""
 
-    type: Literal["string", "numbers", "number", "integer", "texts", "messages"]
-    """``texts``: one string or a list of them; ``messages``: chat messages
-    (``[{"role", "content"}]``); ``number``/``integer``: one value within minimum..maximum."""
+    type: Literal["string", "numbers", "number", "integer", "texts", "messages", "json"]
+    """``texts``: one string or a list of them; ``messages``: chat messages (the OpenAI
+    schema); ``json``: any JSON value (its size counts nothing toward the input limit);
+    ``number``/``integer``: one value within minimum..maximum."""
     required: bool = True
     max_length: int | None = Field(
         default=None, gt=0, description="Longest string (texts, messages: all of them) allowed."
@@ -71,6 +72,10 @@ class TaskRule(_Strict):
     timeout_ms: int | None = Field(
         default=None, gt=0, description="Deadline ceiling for this task (default: the gateway's)."
     )
+
+    def step(self, step_id: str) -> SubtaskRule:
+        """The subtask rule with this id (references were checked at load)."""
+        return next(step for step in self.subtasks if step.id == step_id)
 
     @model_validator(mode="after")
     def _dag(self) -> TaskRule:

@@ -10,6 +10,7 @@ from hybridinfer.core.decision import Candidate, Decision
 from hybridinfer.core.plan import Subtask
 from hybridinfer.core.trace import Attempt, Trace
 from hybridinfer.errors import DeadlineExceeded, HybridInferError
+from hybridinfer.privacy.scrub import scrub
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,4 +68,4 @@ def close_attempt(attempt: Attempt, started: float, error: HybridInferError | No
     if error is not None:
         attempt.status = "error"
         attempt.error_code = error.error_code
-        attempt.error = error.message
+        attempt.error = scrub(error.message)  # an upstream may echo what it was sent

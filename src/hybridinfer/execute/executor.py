@@ -25,6 +25,7 @@ from hybridinfer.errors import (
 from hybridinfer.execute.admission import PriorityLimiter
 from hybridinfer.execute.attempts import Step, chain, close_attempt, open_attempt, time_left
 from hybridinfer.execute.chain import ChainRunner
+from hybridinfer.execute.gate import PrivacyGate
 from hybridinfer.execute.hedge import HedgePolicy
 from hybridinfer.execute.retry import Retries
 from hybridinfer.execute.spend import SpendGuard
@@ -124,11 +125,12 @@ class Executor:
         trace: Trace,
         deadline: float,
         unplaced: Mapping[str, HybridInferError] | None = None,
+        gate: PrivacyGate | None = None,
     ) -> dict[str, SubtaskResult]:
         """Every subtask's result, keyed by subtask id (failures included, never raised).
 
         ``unplaced`` holds the routing error of each soft subtask no deployment could take;
-        those fail without running.
+        those fail without running. ``gate`` clears each call to a public-zone deployment.
         """
         done: dict[str, SubtaskResult] = {}
         unplaced = unplaced or {}
@@ -137,7 +139,7 @@ class Executor:
         ):  # the common case: no task objects, no scheduling
             subtask = plan.subtasks[0]
             done[subtask.id] = await self._run_one(
-                subtask, decisions[subtask.id], request_inputs, done, trace, deadline
+                subtask, decisions[subtask.id], request_inputs, done, trace, deadline, gate
             )
             return done
         running: dict[str, asyncio.Task[SubtaskResult]] = {}
@@ -157,7 +159,7 @@ class Executor:
                     ),
                 )
             return await self._run_one(
-                subtask, decisions[subtask.id], request_inputs, done, trace, deadline
+                subtask, decisions[subtask.id], request_inputs, done, trace, deadline, gate
             )
 
         async def run_and_record(subtask: Subtask) -> SubtaskResult:
@@ -178,13 +180,14 @@ class Executor:
         done: Mapping[str, SubtaskResult],
         trace: Trace,
         deadline: float,
+        gate: PrivacyGate | None = None,
     ) -> SubtaskResult:
         inputs = {
             name: resolve(value, request_inputs, done) for name, value in subtask.inputs.items()
         }
 
         async def attempt(step: Step) -> Outcome:
-            return await self._attempt(subtask, step, inputs, trace, deadline)
+            return await self._attempt(subtask, step, inputs, trace, deadline, gate)
 
         hedge_delay = None
         if subtask.hedge and decision.fallbacks:
@@ -198,9 +201,7 @@ class Executor:
         if decision.cascade is not None and used.role == "primary":
             confidence = outputs.get("confidence")
             if isinstance(confidence, float) and confidence < decision.cascade.threshold:
-                escalated = await self._escalate(
-                    subtask, decision, decision.chosen, inputs, trace, deadline
-                )
+                escalated = await self._escalate(subtask, decision, inputs, trace, deadline, gate)
                 if escalated is not None:
                     outputs, used = escalated
         return SubtaskResult(
@@ -211,18 +212,18 @@ class Executor:
         self,
         subtask: Subtask,
         decision: Decision,
-        first: Candidate,
         inputs: Mapping[str, Any],
         trace: Trace,
         deadline: float,
+        gate: PrivacyGate | None,
     ) -> tuple[dict[str, Any], Attempt] | None:
         assert decision.cascade is not None
         for candidate in decision.cascade.escalate_to:
-            if candidate is first:
+            if candidate is decision.chosen:
                 continue
             try:
                 return await self._attempt(
-                    subtask, Step(candidate, "escalation"), inputs, trace, deadline
+                    subtask, Step(candidate, "escalation"), inputs, trace, deadline, gate
                 )
             except HybridInferError:
                 continue  # the local answer stands; the trace shows the failed escalation
@@ -235,9 +236,16 @@ class Executor:
         inputs: Mapping[str, Any],
         trace: Trace,
         deadline: float,
+        gate: PrivacyGate | None = None,
     ) -> Outcome:
         deployment = step.candidate.deployment
         attempt, started = open_attempt(trace, subtask, step)
+        if gate is not None:  # refused here, the call says nothing of the deployment's health
+            try:
+                await gate.clear(subtask, step.candidate)
+            except HybridInferError as error:
+                close_attempt(attempt, started, error)
+                raise
         if not self.breakers.allows(deployment.id):  # opened since the decision was made:
             refused = NoCapacity(  # it passes by itself, like the router's own rejection
                 f"{deployment.id}: circuit open", retry_after_s=self._admission.retry_after_s

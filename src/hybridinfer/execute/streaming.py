@@ -19,6 +19,7 @@ from hybridinfer.errors import HybridInferError, InvalidRequest, UpstreamError
 from hybridinfer.execute.attempts import Step, chain, close_attempt, open_attempt, time_left
 from hybridinfer.execute.chain import ChainRunner
 from hybridinfer.execute.executor import resolve
+from hybridinfer.execute.gate import PrivacyGate
 from hybridinfer.execute.retry import Retries
 from hybridinfer.execute.spend import SpendGuard
 from hybridinfer.signals.ewma import Signals
@@ -28,7 +29,11 @@ OnClose = Callable[["TokenStream", HybridInferError | None], None]
 
 
 def _is_token(piece: Mapping[str, Any]) -> bool:
-    return bool(piece["delta"].get("content")) or piece.get("finish_reason") is not None
+    delta = piece["delta"]
+    return (
+        bool(delta.get("content") or delta.get("tool_calls"))
+        or piece.get("finish_reason") is not None
+    )
 
 
 class TokenStream:
@@ -114,15 +119,16 @@ class StreamExecutor:
         request_inputs: Mapping[str, Any],
         trace: Trace,
         deadline: float,
+        gate: PrivacyGate | None = None,
     ) -> TokenStream:
         """The first deployment of the chain that produced a token (each retried while the
-        deadline allows); raises the last error."""
+        deadline allows); raises the last error. ``gate`` clears each public-zone call."""
         inputs = {
             name: resolve(value, request_inputs, {}) for name, value in subtask.inputs.items()
         }
 
         async def attempt(step: Step) -> TokenStream:
-            return await self._attempt(subtask, step, inputs, trace, deadline)
+            return await self._attempt(subtask, step, inputs, trace, deadline, gate)
 
         return await ChainRunner(attempt, self._retry, deadline).run(chain(decision))
 
@@ -133,11 +139,18 @@ class StreamExecutor:
         inputs: Mapping[str, Any],
         trace: Trace,
         deadline: float,
+        gate: PrivacyGate | None,
     ) -> TokenStream:
         node, deployment = step.candidate.node, step.candidate.deployment
         attempt, started = open_attempt(trace, subtask, step)
         pieces: Pieces | None = None
         charged = False
+        if gate is not None:
+            try:
+                await gate.clear(subtask, step.candidate)
+            except HybridInferError as error:
+                close_attempt(attempt, started, error)
+                raise
         try:
             remaining = self._retry.timeout_s(time_left(deadline))
             backend = self._backends.get(node.protocol)

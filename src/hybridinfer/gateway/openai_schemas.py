@@ -1,6 +1,7 @@
 """Bodies of the OpenAI-compatible API, validated at the edge like every other body.
 
-Only the fields we honour are accepted (unknown ones are a 422, not silently ignored); routing
+The chat schema is OpenAI's (``core/chat.py``: content parts, tools, tool calls and results,
+response formats). Fields outside it are a 422, not silently ignored; routing
 wishes ride in the optional ``hybridinfer`` object (the OpenAI client sends it via
 ``extra_body``), with the same fields as ``/v1/infer``'s ``options``.
 """
@@ -11,18 +12,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hybridinfer.core.chat import ChatMessage, ResponseFormat, Tool, ToolChoice
 from hybridinfer.core.plan import Privacy
 from hybridinfer.core.schemas import InferOptions, InferRequest
+from hybridinfer.errors import InvalidInput
 
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class ChatMessage(_Body):
-    role: Literal["system", "user", "assistant", "developer", "tool"]
-    content: str
-    name: str | None = None
 
 
 class StreamOptions(_Body):
@@ -51,18 +48,39 @@ class ChatCompletionRequest(_Body):
     temperature: float | None = Field(None, ge=0.0, le=2.0)
     top_p: float | None = Field(None, ge=0.0, le=1.0)
     seed: int | None = None
-    n: Literal[1] = 1
-    user: str | None = None
+    stop: str | list[str] | None = Field(None, max_length=4)
+    n: int = Field(1, ge=1, le=8, description="only 1 is served (400 otherwise)")
+    presence_penalty: float | None = Field(None, ge=-2.0, le=2.0)
+    frequency_penalty: float | None = Field(None, ge=-2.0, le=2.0)
+    tools: list[Tool] | None = Field(None, max_length=128)
+    tool_choice: ToolChoice | None = None
+    response_format: ResponseFormat | None = None
+    user: str | None = Field(
+        None, max_length=256, description="your end user's id: accepted, never forwarded"
+    )
     hybridinfer: RoutingOptions = Field(default_factory=RoutingOptions)
 
     def to_infer(self) -> InferRequest:
-        """The same request as ``/v1/infer`` sees it: task ``chat``."""
+        """The same request as ``/v1/infer`` sees it: task ``chat``. ``user`` stays here: it
+        identifies a person, and no upstream needs it to answer."""
+        if self.n != 1:
+            raise InvalidInput(
+                "n > 1 is not served: ask for one choice per request", code="unsupported_parameter"
+            )
         inputs: dict[str, Any] = {
             "messages": [m.model_dump(exclude_none=True) for m in self.messages],
             "max_tokens": self.max_completion_tokens or self.max_tokens,
             "temperature": self.temperature,
             "top_p": self.top_p,
             "seed": self.seed,
+            "stop": self.stop,
+            "presence_penalty": self.presence_penalty,
+            "frequency_penalty": self.frequency_penalty,
+            "tools": None
+            if self.tools is None
+            else [tool.model_dump(exclude_none=True) for tool in self.tools],
+            "tool_choice": _dump(self.tool_choice),
+            "response_format": _dump(self.response_format),
         }
         return InferRequest(
             task="chat",
@@ -87,6 +105,14 @@ class EmbeddingRequest(_Body):
             inputs={"input": self.input},
             options=_options(self.hybridinfer, self.model),
         )
+
+
+def _dump(value: BaseModel | str | None) -> Any:
+    return (
+        value.model_dump(exclude_none=True, by_alias=True)
+        if isinstance(value, BaseModel)
+        else value
+    )
 
 
 def _options(routing: RoutingOptions, model: str) -> InferOptions:

@@ -8,6 +8,7 @@ from typing import Any
 from hybridinfer.core.plan import Plan
 from hybridinfer.errors import HybridInferError
 from hybridinfer.execute.executor import SubtaskResult, resolve
+from hybridinfer.privacy.scrub import scrub
 
 
 def summarise(result: SubtaskResult) -> dict[str, Any]:
@@ -24,7 +25,8 @@ def summarise(result: SubtaskResult) -> dict[str, Any]:
         "reason": result.reason,
     }
     if result.error is not None:
-        summary["error"] = {"code": result.error.error_code, "message": result.error.message}
+        error = result.error
+        summary["error"] = {"code": error.error_code, "message": scrub(error.message)}
     return summary
 
 

@@ -15,13 +15,23 @@ from hybridinfer.core.schemas import InferRequest
 from hybridinfer.core.trace import Trace
 from hybridinfer.decompose.auto import AUTO_TASK, choose_task
 from hybridinfer.decompose.decomposer import Decomposer
+from hybridinfer.decompose.names import NameCheck
+from hybridinfer.decompose.privacy import detector_for
 from hybridinfer.errors import HybridInferError, InvalidRequest
 from hybridinfer.execute.executor import Executor, SubtaskResult
+from hybridinfer.execute.gate import PrivacyGate
 from hybridinfer.execute.streaming import StreamExecutor, TokenStream
 from hybridinfer.pipeline.aggregate import aggregate, summarise
+from hybridinfer.policy.document import PrivacyPolicy
+from hybridinfer.privacy.scrub import scrub
 from hybridinfer.route.pin import pin
 from hybridinfer.route.router import RouteContext, RouteOptions, Router
 from hybridinfer.store.tracesink import TraceSink
+
+
+def privacy_policy(context: RouteContext) -> PrivacyPolicy:
+    """The privacy settings of the policy version deciding the request."""
+    return context.policy.policy.privacy if context.policy is not None else PrivacyPolicy()
 
 
 class Pipeline:
@@ -35,13 +45,17 @@ class Pipeline:
         traces: TraceSink,
         request_timeout_ms: int,
         streamer: StreamExecutor | None = None,
+        names: NameCheck | None = None,
     ) -> None:
+        """``names``: the name finder the privacy gate reads inputs with before a public call
+        (None: no model; the policy's ``on_detector_failure`` decides what that means)."""
         self._decomposer = decomposer
         self._router = router
         self._executor = executor
         self._traces = traces
         self._request_timeout_ms = request_timeout_ms
         self._streamer = streamer
+        self._names = names
 
     async def infer(self, request: InferRequest, trace: Trace) -> dict[str, Any]:
         """The ``/v1/infer`` response body; raises HybridInferError (and records the trace)."""
@@ -55,7 +69,9 @@ class Pipeline:
                     request = request.model_copy(update={"task": auto.task, "inputs": auto.inputs})
                     trace.task = auto.task
                 deadline = self._deadline(request)
-                plan = self._decomposer.plan(request.task, request.inputs, options.privacy)
+                context = self._context(self._route_options(request), request.task, trace)
+                privacy = privacy_policy(context)
+                plan = self._plan(request, privacy)
                 hedge = self._executor.hedging.wanted(options.hedge, options.max_latency_ms)
                 for subtask in plan.subtasks:
                     subtask.priority = options.priority
@@ -64,17 +80,19 @@ class Pipeline:
                 if auto is not None:
                     trace.plan["auto"] = {"task": auto.task, "reason": auto.reason}
             with trace.stage("route"):
-                decisions, unplaced = self._route(plan, request, trace)
+                decisions, unplaced = self._route(plan, request, trace, context)
             with trace.stage("execute"):
+                gate = PrivacyGate(plan, request.inputs, self._names, privacy)
                 results = await self._executor.run(
-                    plan, decisions, request.inputs, trace, deadline, unplaced
+                    plan, decisions, request.inputs, trace, deadline, unplaced, gate
                 )
+                trace.plan["privacy"] = dict(plan.privacy)
             with trace.stage("aggregate"):
                 subtasks = [summarise(results[s.id]) for s in plan.subtasks]
                 trace.plan["results"] = subtasks
                 status, outputs = aggregate(plan, results, request.inputs)
         except HybridInferError as error:
-            trace.error = {"code": error.error_code, "message": error.message}
+            trace.error = {"code": error.error_code, "message": scrub(error.message)}
             trace.finish("error")
             self._traces.record(trace)
             raise
@@ -87,15 +105,28 @@ class Pipeline:
         body |= {"subtasks": subtasks, "timings_ms": trace.rounded_timings()}
         return body
 
+    @staticmethod
+    def _route_options(request: InferRequest) -> RouteOptions:
+        options = request.options
+        return RouteOptions(options.route, options.prefer, options.max_latency_ms)
+
+    def _plan(self, request: InferRequest, privacy: PrivacyPolicy) -> Plan:
+        """The request's plan, scanned with the policy's phone regions and failure rule."""
+        return self._decomposer.plan(
+            request.task,
+            request.inputs,
+            request.options.privacy,
+            detector_for(tuple(privacy.phone_regions)),
+            fail_closed=privacy.on_detector_failure == "sensitive",
+        )
+
     def _route(
-        self, plan: Plan, request: InferRequest, trace: Trace
+        self, plan: Plan, request: InferRequest, trace: Trace, context: RouteContext
     ) -> tuple[dict[str, Decision], dict[str, HybridInferError]]:
         """A decision per subtask. A soft subtask nothing can serve is left unplaced (the
         answer is then ``partial``); a hard one fails the request. ``stays_local`` subtasks
         (redaction, restoring values) are placed on the local tier whatever the route says."""
         options = request.options
-        route_options = RouteOptions(options.route, options.prefer, options.max_latency_ms)
-        context = self._context(route_options, request.task, trace)
         local_context = context
         if options.route not in ("auto", "local") and any(s.stays_local for s in plan.subtasks):
             local_options = RouteOptions("local", options.prefer, options.max_latency_ms)
@@ -143,20 +174,22 @@ class Pipeline:
         deadline = self._deadline(request)
         try:
             with trace.stage("decompose"):
-                plan = self._decomposer.plan(request.task, request.inputs, options.privacy)
+                context = self._context(self._route_options(request), request.task, trace)
+                privacy = privacy_policy(context)
+                plan = self._plan(request, privacy)
                 trace.plan = plan.describe()
                 if len(plan.subtasks) != 1:
                     raise InvalidRequest(f"task {request.task!r} has several steps; cannot stream")
             subtask = plan.subtasks[0]
             with trace.stage("route"):
-                route_options = RouteOptions(options.route, options.prefer, options.max_latency_ms)
-                context = self._context(route_options, request.task, trace)
                 decision = pin(self._router.decide(subtask, context), options.model)
                 trace.decisions = [decision.describe()]
             with trace.stage("execute"):
+                gate = PrivacyGate(plan, request.inputs, self._names, privacy)
                 stream = await self._streamer.start(
-                    subtask, decision, request.inputs, trace, deadline
+                    subtask, decision, request.inputs, trace, deadline, gate
                 )
+                trace.plan["privacy"] = dict(plan.privacy)
         except HybridInferError as error:
             self._record_failure(trace, error)
             raise
@@ -191,6 +224,6 @@ class Pipeline:
         self._traces.record(trace)
 
     def _record_failure(self, trace: Trace, error: HybridInferError) -> None:
-        trace.error = {"code": error.error_code, "message": error.message}
+        trace.error = {"code": error.error_code, "message": scrub(error.message)}
         trace.finish("error")
         self._traces.record(trace)

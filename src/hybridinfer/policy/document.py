@@ -19,11 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import phonenumbers
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hybridinfer.core.schemas import Prefer
 from hybridinfer.errors import ConfigError
 from hybridinfer.policy.expressions import Condition, ExpressionError
+from hybridinfer.privacy.phones import DEFAULT_REGIONS
 from hybridinfer.yamlfile import line_of, parse_document_with_lines
 
 Action = Literal["local", "edge", "cloud", "private", "deny"]
@@ -125,6 +127,35 @@ DEFAULT_WEIGHTS: dict[Prefer, Weights] = {
 }
 
 
+class PrivacyPolicy(_Strict):
+    """How personal data is looked for before a subtask may leave the private zone."""
+
+    names: bool = Field(
+        True,
+        description="read the inputs for names and places (NER) before any call to a "
+        "public-zone deployment; without the model installed, such calls are refused",
+    )
+    names_timeout_ms: float = Field(1000.0, gt=0.0, le=60_000.0)
+    on_detector_failure: Literal["sensitive", "internal"] = Field(
+        "sensitive",
+        description="a detector that errs, times out or is missing: the data counts as "
+        "personal (sensitive, the default) or the subtask keeps its label (internal)",
+    )
+    phone_regions: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_REGIONS),
+        min_length=1,
+        description="regions whose national phone formats are recognised, tried in order "
+        "(international formats are recognised for every region)",
+    )
+
+    @model_validator(mode="after")
+    def _known_regions(self) -> PrivacyPolicy:
+        unknown = [r for r in self.phone_regions if r not in phonenumbers.SUPPORTED_REGIONS]
+        if unknown:
+            raise ValueError(f"unknown phone regions: {', '.join(unknown)}")
+        return self
+
+
 class Policy(_Strict):
     """One version of the routing policy."""
 
@@ -140,6 +171,7 @@ class Policy(_Strict):
     rollouts: list[ModelRollout] = Field(
         default_factory=list, description="Model versions rolled out to a share of traffic."
     )
+    privacy: PrivacyPolicy = Field(default_factory=PrivacyPolicy)
 
     def weights(self, prefer: Prefer) -> Weights:
         return self.prefer.get(prefer) or Weights()

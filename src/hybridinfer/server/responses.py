@@ -16,6 +16,7 @@ from hybridinfer.errors import (
     PayloadTooLarge,
     SchemaViolation,
 )
+from hybridinfer.privacy.scrub import scrub
 
 Body = TypeVar("Body", bound=BaseModel)
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
@@ -85,7 +86,10 @@ def parse_body(model: type[Body], body: dict[str, Any]) -> Body:
         return model.model_validate(body)
     except ValidationError as exc:
         problems = [
-            {"field": ".".join(str(part) for part in error["loc"]), "problem": error["msg"]}
+            {  # a key the caller chose may be personal data: scrubbed like any stored text
+                "field": scrub(".".join(str(part) for part in error["loc"])),
+                "problem": scrub(error["msg"]),
+            }
             for error in exc.errors(include_url=False, include_input=False)
         ]
         summary = "; ".join(f"{p['field']}: {p['problem']}" for p in problems[:5])

@@ -1,0 +1,109 @@
+"""The privacy gate: the last check before a call leaves the private zone."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from hybridinfer.core.decision import Candidate
+from hybridinfer.core.plan import Plan, Privacy, Subtask
+from hybridinfer.core.topology import Tier, Zone
+from hybridinfer.decompose.names import NameCheck
+from hybridinfer.errors import PrivacyViolation
+from hybridinfer.execute.gate import PrivacyGate
+from hybridinfer.policy.document import PrivacyPolicy
+from hybridinfer.privacy.findings import Finding
+from tests.fakes import deployment, node
+
+
+def candidate(zone: Zone) -> Candidate:
+    tier = Tier.CLOUD if zone is Zone.PUBLIC else Tier.EDGE
+    served = deployment(f"{tier.value}-node", "m", quality=0.8, latency_ms=5.0)
+    return Candidate(served, node(f"{tier.value}-node", tier, zone, served))
+
+
+class Finder:
+    """Finds the word 'Jane' as a name; counts its calls."""
+
+    def __init__(self, delay_s: float = 0.0, broken: bool = False) -> None:
+        self.calls = 0
+        self.delay_s = delay_s
+        self.broken = broken
+
+    def __call__(self, text: str) -> list[Finding]:
+        self.calls += 1
+        if self.broken:
+            raise RuntimeError("the model is gone")
+        time.sleep(self.delay_s)
+        start = text.find("Jane")
+        return [] if start < 0 else [Finding("NAME", start, start + 4, "Jane", "ner")]
+
+
+def setup(text: str, finder: Finder | None, **policy: object) -> tuple[PrivacyGate, Subtask, Plan]:
+    subtask = Subtask("s", "chat", "chat", {"text": "$inputs.text"}, raw_inputs=frozenset({"text"}))
+    plan = Plan("chat", [subtask])
+    plan.privacy = {"kinds": {}, "names_checked": [], "detector_failed": []}
+    names = NameCheck(finder)
+    return PrivacyGate(plan, {"text": text}, names, PrivacyPolicy(**policy)), subtask, plan  # type: ignore[arg-type]
+
+
+async def test_private_zone_calls_pass_without_reading() -> None:
+    finder = Finder()
+    gate, subtask, _ = setup("Jane wrote", finder)
+    await gate.clear(subtask, candidate(Zone.PRIVATE))
+    assert finder.calls == 0
+    assert subtask.privacy is Privacy.INTERNAL
+
+
+async def test_a_sensitive_subtask_never_reaches_the_public_zone() -> None:
+    gate, subtask, _ = setup("plain", Finder())
+    subtask.privacy = Privacy.SENSITIVE
+    with pytest.raises(PrivacyViolation):
+        await gate.clear(subtask, candidate(Zone.PUBLIC))
+
+
+async def test_a_name_makes_the_subtask_sensitive_and_refuses_the_call() -> None:
+    gate, subtask, plan = setup("Jane wrote", Finder())
+    with pytest.raises(PrivacyViolation):
+        await gate.clear(subtask, candidate(Zone.PUBLIC))
+    assert subtask.privacy is Privacy.SENSITIVE
+    assert plan.privacy["kinds"] == {"NAME": 1}
+    assert plan.privacy["names_checked"] == ["text"]
+    assert "Jane" not in repr(plan.privacy)
+
+
+async def test_each_input_is_read_once_per_request() -> None:
+    finder = Finder()
+    gate, subtask, _ = setup("the weather is fine", finder)
+    await gate.clear(subtask, candidate(Zone.PUBLIC))
+    await asyncio.gather(*(gate.clear(subtask, candidate(Zone.PUBLIC)) for _ in range(3)))
+    assert finder.calls == 1
+    assert subtask.privacy is Privacy.INTERNAL
+
+
+@pytest.mark.parametrize(
+    "finder",
+    [None, Finder(broken=True), Finder(delay_s=0.5)],
+    ids=["no model", "model error", "timeout"],
+)
+async def test_it_fails_closed(finder: Finder | None) -> None:
+    gate, subtask, plan = setup("the weather is fine", finder, names_timeout_ms=50.0)
+    with pytest.raises(PrivacyViolation):
+        await gate.clear(subtask, candidate(Zone.PUBLIC))
+    assert subtask.privacy is Privacy.SENSITIVE
+    assert plan.privacy["detector_failed"] == ["text"]
+
+
+async def test_a_policy_may_keep_the_label_when_the_model_fails() -> None:
+    gate, subtask, _ = setup("plain", None, on_detector_failure="internal")
+    await gate.clear(subtask, candidate(Zone.PUBLIC))
+    assert subtask.privacy is Privacy.INTERNAL
+
+
+async def test_a_policy_may_skip_names() -> None:
+    finder = Finder()
+    gate, subtask, _ = setup("Jane wrote", finder, names=False)
+    await gate.clear(subtask, candidate(Zone.PUBLIC))
+    assert finder.calls == 0
