@@ -8,7 +8,7 @@ wishes ride in the optional ``hybridinfer`` object (the OpenAI client sends it v
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -48,7 +48,7 @@ class ChatCompletionRequest(_Body):
     temperature: float | None = Field(None, ge=0.0, le=2.0)
     top_p: float | None = Field(None, ge=0.0, le=1.0)
     seed: int | None = None
-    stop: str | list[str] | None = Field(None, max_length=4)
+    stop: str | Annotated[list[str], Field(max_length=4)] | None = None
     n: int = Field(1, ge=1, le=8, description="only 1 is served (400 otherwise)")
     presence_penalty: float | None = Field(None, ge=-2.0, le=2.0)
     frequency_penalty: float | None = Field(None, ge=-2.0, le=2.0)
