@@ -27,10 +27,17 @@ def candidate(zone: Zone) -> Candidate:
 class Finder:
     """Finds the word 'Jane' as a name; counts its calls."""
 
-    def __init__(self, delay_s: float = 0.0, broken: bool = False) -> None:
+    def __init__(self, delay_s: float = 0.0, broken: bool = False, load_s: float = 0.0) -> None:
         self.calls = 0
         self.delay_s = delay_s
         self.broken = broken
+        self.load_s = load_s
+
+    def load(self) -> None:
+        time.sleep(self.load_s)
+
+    def find(self, text: str) -> list[Finding]:
+        return self(text)
 
     def __call__(self, text: str) -> list[Finding]:
         self.calls += 1
@@ -39,6 +46,10 @@ class Finder:
         time.sleep(self.delay_s)
         start = text.find("Jane")
         return [] if start < 0 else [Finding("NAME", start, start + 4, "Jane", "ner")]
+
+
+def soon(seconds: float = 5.0) -> float:
+    return time.monotonic() + seconds
 
 
 def setup(text: str, finder: Finder | None, **policy: object) -> tuple[PrivacyGate, Subtask, Plan]:
@@ -52,7 +63,7 @@ def setup(text: str, finder: Finder | None, **policy: object) -> tuple[PrivacyGa
 async def test_private_zone_calls_pass_without_reading() -> None:
     finder = Finder()
     gate, subtask, _ = setup("Jane wrote", finder)
-    await gate.clear(subtask, candidate(Zone.PRIVATE))
+    await gate.clear(subtask, candidate(Zone.PRIVATE), soon())
     assert finder.calls == 0
     assert subtask.privacy is Privacy.INTERNAL
 
@@ -61,13 +72,13 @@ async def test_a_sensitive_subtask_never_reaches_the_public_zone() -> None:
     gate, subtask, _ = setup("plain", Finder())
     subtask.privacy = Privacy.SENSITIVE
     with pytest.raises(PrivacyViolation):
-        await gate.clear(subtask, candidate(Zone.PUBLIC))
+        await gate.clear(subtask, candidate(Zone.PUBLIC), soon())
 
 
 async def test_a_name_makes_the_subtask_sensitive_and_refuses_the_call() -> None:
     gate, subtask, plan = setup("Jane wrote", Finder())
     with pytest.raises(PrivacyViolation):
-        await gate.clear(subtask, candidate(Zone.PUBLIC))
+        await gate.clear(subtask, candidate(Zone.PUBLIC), soon())
     assert subtask.privacy is Privacy.SENSITIVE
     assert plan.privacy["kinds"] == {"NAME": 1}
     assert plan.privacy["names_checked"] == ["text"]
@@ -77,8 +88,8 @@ async def test_a_name_makes_the_subtask_sensitive_and_refuses_the_call() -> None
 async def test_each_input_is_read_once_per_request() -> None:
     finder = Finder()
     gate, subtask, _ = setup("the weather is fine", finder)
-    await gate.clear(subtask, candidate(Zone.PUBLIC))
-    await asyncio.gather(*(gate.clear(subtask, candidate(Zone.PUBLIC)) for _ in range(3)))
+    await gate.clear(subtask, candidate(Zone.PUBLIC), soon())
+    await asyncio.gather(*(gate.clear(subtask, candidate(Zone.PUBLIC), soon()) for _ in range(3)))
     assert finder.calls == 1
     assert subtask.privacy is Privacy.INTERNAL
 
@@ -91,19 +102,36 @@ async def test_each_input_is_read_once_per_request() -> None:
 async def test_it_fails_closed(finder: Finder | None) -> None:
     gate, subtask, plan = setup("the weather is fine", finder, names_timeout_ms=50.0)
     with pytest.raises(PrivacyViolation):
-        await gate.clear(subtask, candidate(Zone.PUBLIC))
+        await gate.clear(subtask, candidate(Zone.PUBLIC), soon())
     assert subtask.privacy is Privacy.SENSITIVE
     assert plan.privacy["detector_failed"] == ["text"]
 
 
+async def test_a_request_waits_for_the_model_to_load_within_its_deadline() -> None:
+    gate, subtask, _ = setup("the weather is fine", Finder(load_s=0.3), names_timeout_ms=50.0)
+    await gate.clear(subtask, candidate(Zone.PUBLIC), soon())  # the load is not the read
+    assert subtask.privacy is Privacy.INTERNAL
+    late, other, _ = setup("the weather is fine", Finder(load_s=0.5))
+    with pytest.raises(PrivacyViolation):  # the deadline passes while the model loads
+        await late.clear(other, candidate(Zone.PUBLIC), soon(0.05))
+
+
+def test_a_process_without_a_name_finder_reads_no_names() -> None:
+    subtask = Subtask("s", "chat", "chat", {}, raw_inputs=frozenset({"text"}))
+    plan = Plan("chat", [subtask])
+    gate = PrivacyGate(plan, {"text": "Jane"}, None, PrivacyPolicy())
+    asyncio.run(gate.clear(subtask, candidate(Zone.PUBLIC), soon()))
+    assert subtask.privacy is Privacy.INTERNAL
+
+
 async def test_a_policy_may_keep_the_label_when_the_model_fails() -> None:
     gate, subtask, _ = setup("plain", None, on_detector_failure="internal")
-    await gate.clear(subtask, candidate(Zone.PUBLIC))
+    await gate.clear(subtask, candidate(Zone.PUBLIC), soon())
     assert subtask.privacy is Privacy.INTERNAL
 
 
 async def test_a_policy_may_skip_names() -> None:
     finder = Finder()
     gate, subtask, _ = setup("Jane wrote", finder, names=False)
-    await gate.clear(subtask, candidate(Zone.PUBLIC))
+    await gate.clear(subtask, candidate(Zone.PUBLIC), soon())
     assert finder.calls == 0

@@ -1,50 +1,65 @@
 """Names and places in a request's inputs, read with the NER model only when asked.
 
 The model costs ~7 ms a text, so nothing reads names at decompose: the privacy gate asks just
-before a subtask's inputs would leave the private zone (``execute/gate.py``). Calls run on one
-thread of their own, off the event loop, each bounded by a timeout.
+before a subtask's inputs would leave the private zone (``execute/gate.py``). Reading runs on
+one thread of its own, off the event loop. Loading the model takes seconds; ``warm`` starts it
+when the process starts, and a request that needs names meanwhile waits for it within its own
+deadline; reading itself is bounded by the policy's ``names_timeout_ms``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Callable
-from typing import Any
+import time
+from typing import Any, Protocol
 
 from hybridinfer.decompose.privacy import strings_in
 from hybridinfer.privacy.findings import Finding
 
-FindNames = Callable[[str], list[Finding]]
+
+class Finder(Protocol):
+    """What the check needs of a name finder (``privacy.ner.NameFinder``)."""
+
+    def load(self) -> None: ...
+
+    def find(self, text: str) -> list[Finding]: ...
 
 
 class NameCheck:
-    """Answers whether a value holds a name or a place; raises when it cannot tell."""
+    """Answers which names and places a value holds; raises when it cannot tell."""
 
-    def __init__(self, find: FindNames | None) -> None:
-        """``find``: the model's finder (``NameFinder.find``), or None when it is absent."""
-        self._find = find
+    def __init__(self, finder: Finder | None) -> None:
+        """``finder``: the model's finder, or None when it is configured but not installed
+        (every reading then fails, and the gate fails closed)."""
+        self._finder = finder
         self._thread = concurrent.futures.ThreadPoolExecutor(1, "hybridinfer-names")
+        self._loaded: concurrent.futures.Future[None] | None = None
 
-    @property
-    def available(self) -> bool:
-        return self._find is not None
+    def warm(self) -> None:
+        """Start loading the model on the check's thread (returns at once)."""
+        if self._finder is not None and self._loaded is None:
+            self._loaded = self._thread.submit(self._finder.load)
 
-    async def kinds_in(self, value: Any, timeout_s: float) -> list[str]:
+    async def kinds_in(self, value: Any, timeout_s: float, deadline: float) -> list[str]:
         """The kinds of the names and places in every string of ``value`` (empty: none).
 
-        Raises ``LookupError`` without a model and ``TimeoutError`` past ``timeout_s``; any
-        error of the model itself propagates: the caller fails closed.
+        Waits for the model to load until the monotonic ``deadline``, then reads within
+        ``timeout_s``. Raises ``LookupError`` without a model and ``TimeoutError`` when time
+        runs out; any error of the model itself propagates: the caller fails closed.
         """
-        find = self._find
-        if find is None:
+        finder = self._finder
+        if finder is None:
             raise LookupError("no name finder is installed (the `ner` extra)")
+        self.warm()
+        assert self._loaded is not None
+        await asyncio.wait_for(asyncio.wrap_future(self._loaded), deadline - time.monotonic())
         texts = [text for text in strings_in(value) if text.strip()]
-        loop = asyncio.get_running_loop()
 
         def read() -> list[str]:
-            return [finding.kind for text in texts for finding in find(text)]
+            return [finding.kind for text in texts for finding in finder.find(text)]
 
+        loop = asyncio.get_running_loop()
         return await asyncio.wait_for(loop.run_in_executor(self._thread, read), timeout_s)
 
     def close(self) -> None:

@@ -242,7 +242,7 @@ class Executor:
         attempt, started = open_attempt(trace, subtask, step)
         if gate is not None:  # refused here, the call says nothing of the deployment's health
             try:
-                await gate.clear(subtask, step.candidate)
+                await gate.clear(subtask, step.candidate, deadline)
             except HybridInferError as error:
                 close_attempt(attempt, started, error)
                 raise

@@ -43,12 +43,18 @@ class PrivacyGate:
         self._found: Counter[str] = Counter()
         self._failed: set[str] = set()
 
-    async def clear(self, subtask: Subtask, candidate: Candidate) -> None:
-        """Return when ``subtask`` may be sent to ``candidate``; raise PrivacyViolation else."""
+    async def clear(self, subtask: Subtask, candidate: Candidate, deadline: float) -> None:
+        """Return when ``subtask`` may be sent to ``candidate``; raise PrivacyViolation else.
+
+        Names are read unless the process runs without a name finder (``privacy_ner`` off)
+        or the policy says ``names: false``."""
         if candidate.node.zone is not Zone.PUBLIC:
             return
-        if subtask.privacy is not Privacy.SENSITIVE and self._policy.names:
-            personal = [name for name in sorted(subtask.raw_inputs) if await self._holds(name)]
+        reads_names = self._names is not None and self._policy.names
+        if subtask.privacy is not Privacy.SENSITIVE and reads_names:
+            personal = [
+                name for name in sorted(subtask.raw_inputs) if await self._holds(name, deadline)
+            ]
             self._note()
             if personal:
                 subtask.privacy = Privacy.SENSITIVE
@@ -57,21 +63,20 @@ class PrivacyGate:
                 f"subtask {subtask.id!r} holds personal data and may not leave the private zone"
             )
 
-    async def _holds(self, name: str) -> bool:
+    async def _holds(self, name: str, deadline: float) -> bool:
         """Whether request input ``name`` holds a name or a place (read once per request)."""
         read = self._reads.get(name)
         if read is None:
-            read = self._reads[name] = asyncio.ensure_future(self._read(name))
+            read = self._reads[name] = asyncio.ensure_future(self._read(name, deadline))
         return await asyncio.shield(read)
 
-    async def _read(self, name: str) -> bool:
+    async def _read(self, name: str, deadline: float) -> bool:
         if name not in self._inputs:
             return False
+        assert self._names is not None
         try:
-            if self._names is None:
-                raise LookupError("no name finder")
             kinds = await self._names.kinds_in(
-                self._inputs[name], self._policy.names_timeout_ms / 1000.0
+                self._inputs[name], self._policy.names_timeout_ms / 1000.0, deadline
             )
         except Exception:  # fail closed: a model that errs or is away reads as personal data
             self._failed.add(name)

@@ -147,7 +147,7 @@ class StreamExecutor:
         charged = False
         if gate is not None:
             try:
-                await gate.clear(subtask, step.candidate)
+                await gate.clear(subtask, step.candidate, deadline)
             except HybridInferError as error:
                 close_attempt(attempt, started, error)
                 raise

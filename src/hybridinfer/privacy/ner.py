@@ -42,7 +42,11 @@ class NameFinder:
             for name in ("presidio_analyzer", MODEL_PACKAGE)
         )
 
-    def _load(self) -> Any:
+    def load(self) -> None:
+        """Load the model now (seconds); ``find`` loads it on first use otherwise."""
+        self._analyzer_loaded()
+
+    def _analyzer_loaded(self) -> Any:
         with self._lock:
             if self._analyzer is None:
                 self._analyzer = _analyzer()
@@ -50,7 +54,7 @@ class NameFinder:
 
     def find(self, text: str) -> list[Finding]:
         """Person names and places in ``text``, in order."""
-        results = self._load().analyze(text, language="en", entities=list(KINDS))
+        results = self._analyzer_loaded().analyze(text, language="en", entities=list(KINDS))
         found = [
             Finding(KINDS[r.entity_type], r.start, r.end, text[r.start : r.end], "ner")
             for r in results
