@@ -1,14 +1,21 @@
-"""Shared fixtures: the bundled models (built once per machine, reused), and settings."""
+"""Shared fixtures: the bundled models and the MiniLM embedder (built once per machine, reused),
+the slice of router data the learned router is trained and scored on, and settings."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from pydantic import SecretStr
 
 from hybridinfer.settings import Settings
+
+if TYPE_CHECKING:
+    from hybridinfer.models.embedder import Embedder
+    from hybridinfer.route.learned import FeatureTable
+    from hybridinfer.routertraining.outcomes import Outcomes
 
 REPO = Path(__file__).resolve().parent.parent
 ADMIN_KEY = "test-admin-key-0123456789"
@@ -23,6 +30,41 @@ def models_dir() -> Path:
     target = Path(os.environ.get("HYBRIDINFER_TEST_MODELS_DIR", REPO / ".hybridinfer" / "models"))
     build_models(target)
     return target
+
+
+@pytest.fixture(scope="session")
+def minilm_models_dir() -> Path:
+    """A models folder holding ``minilm-l6`` (exported on first use, reused after)."""
+    from hybridinfer.modelzoo.minilm import build_minilm
+
+    target = Path(os.environ.get("HYBRIDINFER_TEST_MODELS_DIR", REPO / ".hybridinfer" / "models"))
+    build_minilm(target)
+    return target
+
+
+@pytest.fixture(scope="session")
+def embedder(minilm_models_dir: Path) -> Embedder:
+    """The MiniLM sentence embedder the learned router reads."""
+    from hybridinfer.models.embedder import Embedder
+    from hybridinfer.modelzoo.minilm import NAME, VERSION
+
+    return Embedder(minilm_models_dir / NAME / VERSION)
+
+
+@pytest.fixture(scope="session")
+def outcomes() -> Outcomes:
+    """A small slice of the MMLU router data (``tests/routerdata.py``)."""
+    from tests.routerdata import mmlu_slice
+
+    return mmlu_slice()
+
+
+@pytest.fixture(scope="session")
+def table(outcomes: Outcomes, embedder: Embedder) -> FeatureTable:
+    """The slice's features (embeddings and text statistics), computed once."""
+    from hybridinfer.route.learned import FeatureTable
+
+    return FeatureTable.compute(outcomes.prompts, embedder)
 
 
 @pytest.fixture

@@ -6,6 +6,11 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
 from hybridinfer.backends.base import Backend
 from hybridinfer.core.topology import Deployment, Node, TensorSpec, Tier, Zone
 from hybridinfer.errors import HybridInferError, UpstreamUnavailable
@@ -130,3 +135,30 @@ class SequenceBackend(Backend):
                 self.cancelled.append(node.id)
                 raise
         return {"label": f"from-{node.id}", "confidence": confidence, "scores": {}}
+
+
+def recording_node(seen: list[dict[str, str]], failures: int = 0) -> Starlette:
+    """A V2 node that answers a three-class probability and keeps each call's headers; its
+    first ``failures`` calls answer 503."""
+
+    async def ready(request: Request) -> JSONResponse:
+        return JSONResponse({})
+
+    async def infer(request: Request) -> JSONResponse:
+        seen.append(dict(request.headers))
+        if len(seen) <= failures:
+            return JSONResponse({"error": "warming up"}, status_code=503)
+        output: dict[str, Any] = {
+            "name": "probabilities",
+            "datatype": "FP32",
+            "shape": [1, 3],
+            "data": [0.1, 0.2, 0.7],
+        }
+        return JSONResponse({"model_name": request.path_params["model"], "outputs": [output]})
+
+    return Starlette(
+        routes=[
+            Route("/v2/health/ready", ready),
+            Route("/v2/models/{model}/versions/{version}/infer", infer, methods=["POST"]),
+        ]
+    )

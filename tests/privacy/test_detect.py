@@ -46,7 +46,7 @@ def test_finds_each_kind(text: str, expected: list[tuple[str, str]]) -> None:
 
 
 def test_chinese_text_needs_no_spaces_around_the_values() -> None:
-    text = "您好，我的电话是13812345678，身份证号码440900198901224552，谢谢。"
+    text = "您好，我的电话是13812345678，身份证号码440900198901224552，谢谢。"  # noqa: RUF001
     assert kinds(text) == [("PHONE", "13812345678"), ("NATIONALID", "440900198901224552")]
 
 

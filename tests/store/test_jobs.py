@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
-from hybridinfer.store.jobs import TaskStore
+from hybridinfer.store.jobs import JobStore
 from hybridinfer.store.sql import SqlStore
 
 
 async def test_an_idempotency_key_gives_the_same_task(store: SqlStore) -> None:
-    tasks = TaskStore(store)
+    tasks = JobStore(store)
     first = await tasks.create("t1", "k1", "order-7", "h", b"{}")
     again = await tasks.create("t2", "k1", "order-7", "h", b"{}")
     other_key = await tasks.create("t3", "k2", "order-7", "h", b"{}")
@@ -24,7 +24,7 @@ async def test_an_idempotency_key_gives_the_same_task(store: SqlStore) -> None:
 
 
 async def test_racing_submissions_with_one_key_make_one_task(store: SqlStore) -> None:
-    tasks = TaskStore(store)
+    tasks = JobStore(store)
     records = await asyncio.gather(
         *(tasks.create(f"t{i}", "k1", "same", "h", b"{}") for i in range(8))
     )
@@ -33,7 +33,7 @@ async def test_racing_submissions_with_one_key_make_one_task(store: SqlStore) ->
 
 
 async def test_the_first_result_wins_and_a_finished_task_never_restarts(store: SqlStore) -> None:
-    tasks = TaskStore(store)
+    tasks = JobStore(store)
     await tasks.create("t1", "k1", None, "h", b"{}")
     assert await tasks.start("t1") == "running"
     assert await tasks.start("t1") == "running"  # a redelivery while the first runs

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
 from hybridinfer.control.keys import KeyRing, hash_key, key_id_of, verify_key
@@ -18,14 +15,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SqlStore]:
-    store = SqlStore(f"sqlite+aiosqlite:///{tmp_path / 'keys.db'}")
-    await store.migrate()
-    yield store
-    await store.close()
 
 
 def test_hashes_are_salted_scrypt_and_verify() -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
@@ -13,14 +11,6 @@ from hybridinfer.control import keys as keys_module
 from hybridinfer.control.keys import KeyRing, key_id_of
 from hybridinfer.errors import Unauthorized
 from hybridinfer.store.sql import SqlStore
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SqlStore]:
-    store = SqlStore(f"sqlite+aiosqlite:///{tmp_path / 'keys.db'}")
-    await store.migrate()
-    yield store
-    await store.close()
 
 
 @pytest.fixture

@@ -17,9 +17,8 @@ from hybridinfer.core.topology import Tier, Zone
 from hybridinfer.gateway.app import create_app
 from hybridinfer.settings import Settings
 from tests.conftest import auth
-from tests.fakes import deployment, node
+from tests.fakes import deployment, node, recording_node
 from tests.peers import serve_asgi
-from tests.test_tracecontext import recording_node
 
 CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 CALLER_SPAN = "00f067aa0ba902b7"

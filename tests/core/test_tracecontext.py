@@ -3,14 +3,8 @@ receives when the gateway calls it (a real HTTP node that records its request he
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 from hybridinfer.control.plane import ControlPlane
 from hybridinfer.core.topology import Tier, Zone
@@ -18,7 +12,7 @@ from hybridinfer.core.tracecontext import new_context, parse_traceparent
 from hybridinfer.gateway.app import create_app
 from hybridinfer.settings import Settings
 from tests.conftest import auth
-from tests.fakes import deployment, node
+from tests.fakes import deployment, node, recording_node
 from tests.peers import serve_asgi
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -56,33 +50,6 @@ def test_a_new_context_joins_the_callers_trace_with_a_span_of_its_own() -> None:
     fresh = new_context("not a traceparent")
     assert fresh.parent_span_id is None
     assert fresh.trace_id != joined.trace_id
-
-
-def recording_node(seen: list[dict[str, str]], failures: int = 0) -> Starlette:
-    """A V2 node that answers a three-class probability and keeps each call's headers; its
-    first ``failures`` calls answer 503."""
-
-    async def ready(request: Request) -> JSONResponse:
-        return JSONResponse({})
-
-    async def infer(request: Request) -> JSONResponse:
-        seen.append(dict(request.headers))
-        if len(seen) <= failures:
-            return JSONResponse({"error": "warming up"}, status_code=503)
-        output: dict[str, Any] = {
-            "name": "probabilities",
-            "datatype": "FP32",
-            "shape": [1, 3],
-            "data": [0.1, 0.2, 0.7],
-        }
-        return JSONResponse({"model_name": request.path_params["model"], "outputs": [output]})
-
-    return Starlette(
-        routes=[
-            Route("/v2/health/ready", ready),
-            Route("/v2/models/{model}/versions/{version}/infer", infer, methods=["POST"]),
-        ]
-    )
 
 
 async def test_the_gateway_forwards_its_span_as_traceparent_to_remote_nodes(

@@ -1,9 +1,13 @@
-"""The audit log on every SQL store backend (SQLite and PostgreSQL, from the conftest)."""
+"""The audit log on every SQL store backend (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
+import pytest
+
 from hybridinfer.control.audit import SYSTEM, AuditLog
 from hybridinfer.store.sql import SqlStore
+
+pytestmark = pytest.mark.parametrize("store_url", ["sqlite", "postgresql"], indirect=True)
 
 
 async def test_entries_come_back_newest_first_with_their_states(store: SqlStore) -> None:

@@ -1,10 +1,5 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
-
 from hybridinfer.control.audit import SYSTEM, AuditLog
 from hybridinfer.control.rollout import RolloutMonitor, VersionFigures, verdict
 from hybridinfer.core.trace import Attempt, Trace
@@ -59,14 +54,6 @@ def test_the_candidate_wins_when_fast_enough_and_at_least_as_confident() -> None
     assert verdict(RULE, figures(5, 2.0, 0.70), figures(5, 1.0, 0.69)) == "rolled_back"
     lenient = PromoteWhen(min_requests=5, max_latency_ratio=1.5, min_quality_delta=-0.05)
     assert verdict(lenient, figures(5, 2.0, 0.70), figures(5, 1.0, 0.69)) == "promoted"
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SqlStore]:
-    migrated = SqlStore(f"sqlite+aiosqlite:///{tmp_path / 'state.db'}")
-    await migrated.migrate()
-    yield migrated
-    await migrated.close()
 
 
 def answered(version: str, latency_ms: float, confidence: float, task: str = "sentiment") -> Trace:

@@ -1,0 +1,64 @@
+"""Prompts that let a chat model serve a step of a composite plan: each keeps placeholders,
+fills its own output field, and refuses missing inputs."""
+
+from __future__ import annotations
+
+import pytest
+
+from hybridinfer.backends.prompts import PROMPT_TASKS
+from hybridinfer.errors import InvalidInput
+
+KEEP = "Copy placeholders in angle brackets (like <KIND_N>) exactly as written."
+
+
+def content(capability: str, inputs: dict[str, object]) -> str:
+    (message,) = PROMPT_TASKS[capability].messages(inputs)
+    assert message["role"] == "user"
+    return message["content"]
+
+
+def test_each_capability_fills_its_own_output_field() -> None:
+    assert {name: task.output for name, task in PROMPT_TASKS.items()} == {
+        "summarization": "summary",
+        "captioning": "caption",
+        "question-answering": "answer",
+    }
+
+
+def test_a_summary_prompt_carries_the_text_and_asks_to_keep_placeholders() -> None:
+    prompt = content("summarization", {"text": "Mail <EMAIL_1> about the invoice."})
+    assert prompt.endswith("\n\nMail <EMAIL_1> about the invoice.")
+    assert KEEP in prompt
+
+
+def test_an_answer_prompt_joins_the_passages_and_asks_the_question() -> None:
+    prompt = content(
+        "question-answering",
+        {"passages": ["First passage.", "Second passage."], "question": "Who is <PERSON_1>?"},
+    )
+    assert "Passages:\nFirst passage.\n\nSecond passage.\n\nQuestion: Who is <PERSON_1>?" in prompt
+    assert KEEP in prompt
+
+
+def test_a_caption_prompt_names_the_digit_and_a_float_confidence() -> None:
+    assert "digit in an 8x8 grey image: 7 (confidence 0.93)." in content(
+        "captioning", {"label": 7, "confidence": 0.9312}
+    )
+    assert "image: 7. Describe" in content("captioning", {"label": 7, "confidence": "high"})
+
+
+@pytest.mark.parametrize(
+    ("capability", "inputs", "message"),
+    [
+        ("summarization", {}, "'text' must be a non-empty string"),
+        ("summarization", {"text": ""}, "'text' must be a non-empty string"),
+        ("summarization", {"text": ["a", 1]}, "'text' must be a non-empty string"),
+        ("question-answering", {"passages": ["p"]}, "'question' must be a non-empty string"),
+        ("captioning", {"confidence": 0.5}, "'label' is missing"),
+    ],
+)
+def test_missing_inputs_are_invalid(
+    capability: str, inputs: dict[str, object], message: str
+) -> None:
+    with pytest.raises(InvalidInput, match=message):
+        PROMPT_TASKS[capability].messages(inputs)
