@@ -73,7 +73,7 @@ def time_alone(work: Callable[[], Any], calls: int, batch: int = 25) -> float:
 
 
 async def measure(plane: ControlPlane) -> dict[str, Any]:
-    metrics = Metrics(plane)
+    metrics = Metrics(plane.readings)
     telemetry = plane.telemetry
     assert telemetry is not None
     exporter = telemetry.exporter

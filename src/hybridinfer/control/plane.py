@@ -1,68 +1,77 @@
 """The composition root: builds the control plane's parts from Settings and runs their
-lifecycle. Everything stateful is created here and handed to whoever needs it."""
+lifecycle. Everything stateful is created here and handed to whoever needs it.
+
+Each ``_build_*`` method builds one part from the parts before it; ``_parts`` lists the start
+order once, and stopping is its reverse (``lifecycle.py``). Handlers never receive this
+object: they get the one service they call from ``services`` (house rule 12).
+"""
 
 from __future__ import annotations
 
-import functools
 import logging
-from pathlib import Path
 
 from hybridinfer.backends.base import Backend
-from hybridinfer.backends.inprocess import InProcessBackend, LocalOperation
-from hybridinfer.backends.onnx import OnnxBackend
+from hybridinfer.backends.inprocess import InProcessBackend
 from hybridinfer.backends.openai import OpenAIBackend
 from hybridinfer.backends.tfserving import TFServingBackend
 from hybridinfer.backends.v2 import V2Backend
 from hybridinfer.cache import open_cache
+from hybridinfer.control.artifacts import ArtifactService
 from hybridinfer.control.audit import AuditLog
 from hybridinfer.control.jobs import JobService
+from hybridinfer.control.keyadmin import KeyService
 from hybridinfer.control.keys import KeyRing, generate_key
+from hybridinfer.control.lifecycle import Lifecycle, Part
+from hybridinfer.control.localtier import (
+    LOCAL_NODE_ID,
+    inprocess_steps,
+    local_models,
+    name_finder,
+    names_check,
+)
+from hybridinfer.control.metrics import MetricsService
+from hybridinfer.control.nodes import NodeService
 from hybridinfer.control.policycenter import PolicyCenter
 from hybridinfer.control.prober import NodeProber
 from hybridinfer.control.ratelimit import RateLimiter
+from hybridinfer.control.readings import PlaneReadings
 from hybridinfer.control.replicas import ReplicaSync
 from hybridinfer.control.rollout import RolloutMonitor
+from hybridinfer.control.rules import RuleService
+from hybridinfer.control.services import GatewayServices
+from hybridinfer.control.stats import StatsService
+from hybridinfer.control.traces import TraceService
 from hybridinfer.control.worker import JobWorker, RetryPolicy
-from hybridinfer.core.topology import Node, Tier, Zone
 from hybridinfer.decompose.decomposer import Decomposer
 from hybridinfer.decompose.rules import default_rules_path, load_rules
-from hybridinfer.errors import ConfigError
 from hybridinfer.execute.cpuload import LocalCpu
 from hybridinfer.execute.executor import Admission, Executor
 from hybridinfer.execute.hedge import HedgePolicy
 from hybridinfer.execute.retry import Retries
 from hybridinfer.execute.streaming import StreamExecutor
-from hybridinfer.models.catalog import deployment_info, find_model
-from hybridinfer.models.embedder import Embedder
 from hybridinfer.models.store import ModelStore
 from hybridinfer.objectstore import open_store
+from hybridinfer.observe.metrics import Metrics
+from hybridinfer.observe.stats import TrafficWindow
 from hybridinfer.observe.telemetry import Telemetry
 from hybridinfer.pipeline.pipeline import Pipeline
-from hybridinfer.policy.document import default_policy_path
-from hybridinfer.privacy.ner import NameFinder
-from hybridinfer.privacy.pseudonym import redact_step, restore_step
+from hybridinfer.policy.document import BudgetPolicy, default_policy_path
 from hybridinfer.queue import open_queue
 from hybridinfer.route.router import Router
 from hybridinfer.server.shedding import GatewayLoad
 from hybridinfer.server.tls import node_client_context
 from hybridinfer.settings import Settings
 from hybridinfer.signals.breaker import Breakers
-from hybridinfer.signals.budget import Ledger, MemoryLedger
+from hybridinfer.signals.budget import BudgetState, Ledger, MemoryLedger
 from hybridinfer.signals.ewma import Signals
 from hybridinfer.signals.keybudget import KeyBudgetLedger
-from hybridinfer.signals.registry import NodeRegistry, deployment_from_info, node_from_registration
+from hybridinfer.signals.registry import NodeRegistry, node_from_registration
 from hybridinfer.signals.sharedledger import CacheLedger
-from hybridinfer.steps.retrieval import KnowledgeBase, default_knowledge_path, load_passages
-from hybridinfer.steps.summaries import ExtractiveSummarizer, LazyEmbedder
 from hybridinfer.store.jobs import JobStore
 from hybridinfer.store.sql import SqlStore
 from hybridinfer.store.tracesink import TraceSink
 
 log = logging.getLogger(__name__)
-
-LOCAL_NODE_ID = "local"
-INPROCESS_NODE_ID = "local-steps"
-EMBEDDING_MODEL = "minilm-l6"
 
 
 class ControlPlane:
@@ -70,12 +79,55 @@ class ControlPlane:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self._build_state()
+        self._build_signals()
+        self._build_routing()
+        self._build_observation()
+        self._build_execution()
+        self._build_jobs()
+        self._build_metrics()
+        self.services = self._build_services()
+        self._generated_key: str | None = None
+        self.lifecycle = Lifecycle(self._parts())
+
+    def _build_state(self) -> None:
+        """The stores: relational (keys, audit), cache, and the object store with the models."""
+        settings = self.settings
         self.store = SqlStore(settings.resolved_store_url)
         node_token = settings.node_token.get_secret_value() if settings.node_token else None
         self.keys = KeyRing(self.store, node_token)
         self.audit = AuditLog(self.store)
+        self.cache = open_cache(settings)
+        self.objects = open_store(settings)
+        self.models = ModelStore(self.objects, settings.keep_model_versions)
+
+    def _build_signals(self) -> None:
+        """What routing reads and the gateway's own guards: nodes, latencies, breakers,
+        spend, the rate limit and the gateway's inference slots."""
+        settings = self.settings
         self.registry = NodeRegistry(settings.heartbeat_interval_s)
         self.signals = Signals()
+        self.breakers = Breakers(
+            failure_threshold=settings.breaker_failures,
+            open_seconds=settings.breaker_open_s,
+            max_open_seconds=settings.breaker_max_open_s,
+        )
+        # One process counts spend in memory; replicas share the counters in the cache.
+        counters = MemoryLedger() if settings.cache == "memory" else CacheLedger(self.cache)
+        self.ledger: Ledger = KeyBudgetLedger(counters, self.keys.budget_of)
+        self.rate_limiter = RateLimiter(
+            settings.rate_limit_per_minute, self.cache, settings.rate_limit_mode
+        )
+        self.gateway_load = GatewayLoad(
+            max_in_flight=settings.shed_max_in_flight,
+            max_queued=settings.shed_max_queued,
+            max_wait_s=settings.shed_max_wait_ms / 1000.0,
+            retry_after_s=settings.shed_retry_after_s,
+        )
+
+    def _build_routing(self) -> None:
+        """Policy versions and canaries, model rollouts, the rule table, and the router."""
+        settings = self.settings
         self.policies = PolicyCenter(
             self.store,
             self.registry,
@@ -85,71 +137,55 @@ class ControlPlane:
         self.rollouts = RolloutMonitor(
             self.store, self.policies.current, self.audit, registry=self.registry
         )
-        self.cache = open_cache(settings)
-        # One process counts spend in memory; replicas share the counters in the cache.
-        self.ledger: Ledger = KeyBudgetLedger(
-            MemoryLedger() if settings.cache == "memory" else CacheLedger(self.cache),
-            self.keys.budget_of,
-        )
         self.decomposer = Decomposer(load_rules(settings.rules_file or default_rules_path()))
-        self.breakers = Breakers(
-            settings.breaker_failures, settings.breaker_open_s, settings.breaker_max_open_s
-        )
         self.router = Router(
             self.registry,
             self.signals,
             self.policies.current,
-            self.ledger,
-            self.breakers,
+            ledger=self.ledger,
+            breakers=self.breakers,
             choose_policy=self.policies.choose,
             rollout_percent=self.rollouts.percent,
         )
+
+    def _build_observation(self) -> None:
+        """The trace sink, with rollout figures and (when exporting) spans observing it."""
         self.traces = TraceSink(self.store)
         self.traces.observers.append(self.rollouts.record)
         # OpenTelemetry spans, built from finished traces off the request path.
-        self.telemetry = None if settings.otel_exporter == "off" else Telemetry(settings)
+        exporter = self.settings.otel_exporter
+        self.telemetry = None if exporter == "off" else Telemetry(self.settings)
         if self.telemetry is not None:
             self.traces.observers.append(self.telemetry.observe)
-        self.rate_limiter = RateLimiter(
-            settings.rate_limit_per_minute, self.cache, settings.rate_limit_mode
-        )
-        self.objects = open_store(settings)
-        self.models = ModelStore(self.objects, settings.keep_model_versions)
-        self.local_node, local_backend = self._load_local_tier()
-        self.steps_node, steps_backend = self._load_inprocess_steps()
+
+    def _build_execution(self) -> None:
+        """The local tier, one backend per protocol, the prober, the executor, the pipeline."""
+        settings = self.settings
+        self.local_node, local_backend = local_models(settings)
+        finder = name_finder(settings)
+        self.steps_node, steps_backend = inprocess_steps(settings, finder)
+        self.names = names_check(settings, finder)
         tls = node_client_context(settings)
-        self.backends: dict[str, Backend] = {"onnx": local_backend, "v2": V2Backend(tls=tls)}
-        self.backends[InProcessBackend.protocol] = steps_backend
-        self.backends[TFServingBackend.protocol] = TFServingBackend(tls=tls)
         self.openai = OpenAIBackend(tls=tls)
-        self.backends[OpenAIBackend.protocol] = self.openai
+        self.backends: dict[str, Backend] = {
+            "onnx": local_backend,
+            "v2": V2Backend(tls=tls),
+            InProcessBackend.protocol: steps_backend,
+            TFServingBackend.protocol: TFServingBackend(tls=tls),
+            OpenAIBackend.protocol: self.openai,
+        }
         self.prober = NodeProber(self.registry, self.backends, settings.probe_interval_s)
         self.executor = Executor(
             self.backends,
             self.signals,
             self.ledger,
-            lambda: self.policies.current().policy.budget,
+            self._budget_policy,
             breakers=self.breakers,
-            admission=Admission(
-                settings.admission_max_in_flight,
-                settings.admission_max_queued,
-                settings.shed_retry_after_s,
+            admission=_admission(settings),
+            retry=_retries(settings),
+            hedging=HedgePolicy(
+                delay_ms=settings.hedge_delay_ms, below_latency_ms=settings.hedge_below_latency_ms
             ),
-            retry=Retries(
-                settings.retry_attempts,
-                settings.retry_base_ms / 1000.0,
-                settings.retry_max_ms / 1000.0,
-                settings.attempt_timeout_ms / 1000.0 or None,
-                settings.attempt_timeout_factor,
-                settings.attempt_timeout_floor_ms / 1000.0,
-            ),
-            hedging=HedgePolicy(settings.hedge_delay_ms, settings.hedge_below_latency_ms),
-        )
-        self.gateway_load = GatewayLoad(
-            settings.shed_max_in_flight,
-            settings.shed_max_queued,
-            settings.shed_max_wait_ms / 1000.0,
-            settings.shed_retry_after_s,
         )
         self.local_cpu = LocalCpu(
             [self.local_node, self.steps_node],
@@ -159,138 +195,181 @@ class ControlPlane:
             saturated=settings.local_cpu_saturated,
             saturated_in_flight=settings.local_cpu_in_flight,
         )
+        streamer = StreamExecutor(
+            self.backends, self.signals, self.executor.spend, self.executor.retry
+        )
         self.pipeline = Pipeline(
             self.decomposer,
             self.router,
             self.executor,
             self.traces,
             settings.request_timeout_ms,
-            streamer=StreamExecutor(
-                self.backends, self.signals, self.executor.spend, self.executor.retry
-            ),
+            streamer=streamer,
+            names=self.names,
         )
-        self._build_state_layer()
 
-    def _build_state_layer(self) -> None:
+    def _build_jobs(self) -> None:
         """Async tasks (queue, task rows, workers) and the sync between replicas."""
         settings = self.settings
         self.queue = open_queue(settings)
-        task_store = JobStore(self.store)
-        self.tasks = JobService(task_store, self.queue, self.decomposer)
+        job_store = JobStore(self.store)
+        self.jobs = JobService(job_store, self.queue, self.decomposer)
         retry = RetryPolicy(
-            settings.task_max_attempts, settings.task_retry_base_s, settings.task_retry_max_s
+            max_attempts=settings.task_max_attempts,
+            base_s=settings.task_retry_base_s,
+            max_s=settings.task_retry_max_s,
         )
-        self.worker = JobWorker(self.queue, task_store, self.pipeline, settings.task_workers, retry)
+        self.worker = JobWorker(
+            self.queue, job_store, self.pipeline, concurrency=settings.task_workers, retry=retry
+        )
         self.replicas = ReplicaSync(
             self.store,
             self.registry,
             self.ledger,
-            lambda: self.policies.current().policy.budget,
-            settings.node_sync_interval_s,
+            self._budget_policy,
+            interval_s=settings.node_sync_interval_s,
         )
 
-    def _load_local_tier(self) -> tuple[Node, OnnxBackend]:
-        node = Node(
-            id=LOCAL_NODE_ID,
-            tier=Tier.LOCAL,
-            zone=Zone.PRIVATE,
-            url="inproc://local",
-            protocol="onnx",
+    def _build_metrics(self) -> None:
+        """Prometheus metrics (a readings protocol, not this object) and the dashboard's
+        traffic window, both fed from every finished trace."""
+        self.readings = readings = PlaneReadings(
+            registry=self.registry,
+            executor=self.executor,
+            budget=self._budget_state,
+            traces=self.traces,
+            rate_limiter=self.rate_limiter,
+            job_counts=lambda: self.worker.counts,
+            gateway_load=self.gateway_load,
+            local_cpu=self.local_cpu,
         )
-        models: dict[str, Path] = {}
-        for name in self.settings.local_models:
-            path, card = find_model(self.settings.resolved_models_dir, name)
-            deployment = deployment_from_info(node.id, deployment_info(card))
-            node.deployments.append(deployment)
-            models[OnnxBackend.key(deployment.model, deployment.version)] = path
-        return node, OnnxBackend(
-            models,
-            threads=self.settings.inference_threads,
-            cache_bytes=self.settings.session_cache_bytes,
-        )
+        self.metrics = Metrics(readings)
+        self.traces.observers.append(self.metrics.requests.record)
+        self.traffic = TrafficWindow()  # the dashboard's counts (GET /v1/stats)
+        self.traces.observers.append(self.traffic.record)
 
-    def _load_inprocess_steps(self) -> tuple[Node, InProcessBackend]:
-        """Redaction and restoring always; extractive summaries and retrieval when the
-        MiniLM embedding model is built (loaded on first use)."""
-        node = Node(
-            id=INPROCESS_NODE_ID,
-            tier=Tier.LOCAL,
-            zone=Zone.PRIVATE,
-            url=f"inproc://{INPROCESS_NODE_ID}",
-            protocol=InProcessBackend.protocol,
-        )
-        finder = NameFinder() if self.settings.privacy_ner and NameFinder.available() else None
-        redact = (
-            redact_step if finder is None else functools.partial(redact_step, find_more=finder.find)
-        )
-        operations = [
-            LocalOperation(
-                "redactor", "redact", redact, blocking=finder is not None, latency_ms=0.1
+    def _build_services(self) -> GatewayServices:
+        """One narrow service per handler family, each given only the parts it uses."""
+        settings = self.settings
+        return GatewayServices(
+            pipeline=self.pipeline,
+            nodes=NodeService(
+                registry=self.registry,
+                store=self.store,
+                audit=self.audit,
+                breakers=self.breakers,
+                heartbeat_interval_s=settings.heartbeat_interval_s,
             ),
-            LocalOperation("restorer", "restore", restore_step, latency_ms=0.1),
+            traces=TraceService(self.traces),
+            jobs=self.jobs,
+            policies=self.policies,
+            rollouts=self.rollouts,
+            rules=RuleService(self.decomposer, self.audit),
+            keys=KeyService(self.keys, self.audit, settings.key_rotation_grace_s),
+            artifacts=ArtifactService(self.models, settings.artifact_url_ttl_s),
+            audit=self.audit,
+            metrics=MetricsService(self.metrics, self.queue),
+            stats=StatsService(
+                traffic=self.traffic,
+                traces=self.traces,
+                budget=self._budget_state,
+                telemetry=self.telemetry,
+                exporter=settings.otel_exporter,
+            ),
+        )
+
+    def _parts(self) -> list[Part]:
+        """Start order, top to bottom; ``stop`` runs it bottom to top."""
+        telemetry = self.telemetry
+        parts = [
+            Part("store", start=self.store.migrate, stop=self.store.close),
+            Part("cache", stop=self.cache.aclose),
+            Part("object store", stop=self.objects.aclose),
+            Part("backends", stop=self._close_backends),
+            Part("known nodes", start=self._register_known_nodes),
+            Part("admin key", start=self._bootstrap_admin_key),
+            *([] if telemetry is None else [Part("spans", telemetry.start, telemetry.stop)]),
+            Part("trace sink", start=self.traces.start, stop=self.traces.stop),
+            Part("policies", start=self.policies.start, stop=self.policies.stop),
+            Part("rollouts", start=self.rollouts.start, stop=self.rollouts.stop),
+            Part("local cpu", start=self.local_cpu.start, stop=self.local_cpu.stop),
+            Part("name check", start=self._warm_names, stop=self._close_names),
+            Part("prober", start=self.prober.start, stop=self.prober.stop),
+            Part("queue", start=self.queue.connect, stop=self.queue.close),
+            Part("job workers", start=self.worker.start, stop=self.worker.stop),
         ]
-        models_dir = self.settings.resolved_models_dir
-        try:
-            model_path, _ = find_model(models_dir, EMBEDDING_MODEL)
-        except ConfigError:
-            log.info("%s is not built: no local summaries or retrieval", EMBEDDING_MODEL)
-        else:
-            threads = self.settings.inference_threads
-            embedder = LazyEmbedder(lambda: Embedder(model_path.parent, threads=threads))
-            summarizer = ExtractiveSummarizer(embedder)
-            knowledge = KnowledgeBase(load_passages(default_knowledge_path()), embedder)
-            operations += [
-                LocalOperation(
-                    "extractive-minilm", "summarization", summarizer.run, True, 60.0, 2000, 0.4
-                ),
-                LocalOperation("retriever-minilm", "retrieval", knowledge.run, True, 30.0),
-            ]
-        node.deployments = [operation.deployment(node.id) for operation in operations]
-        return node, InProcessBackend(operations)
+        if not self.store.url.startswith("sqlite"):  # a shared store: other replicas exist
+            parts.append(Part("replica sync", start=self.replicas.start, stop=self.replicas.stop))
+        return parts
 
     async def start(self) -> str | None:
-        """Migrate the store, register the local tier, ensure an admin key exists.
+        """Migrate the store, register the local tier, ensure an admin key exists, then start
+        the background parts (``_parts``).
 
         Returns a newly generated admin key (to print once), or None.
         """
-        await self.store.migrate()
+        await self.lifecycle.start()
+        return self._generated_key
+
+    async def stop(self) -> None:
+        """Stop every part in the reverse of the start order; the store closes last."""
+        await self.lifecycle.stop()
+
+    def _register_known_nodes(self) -> None:
+        """The in-process local tier, and the nodes the settings list (``static_nodes``)."""
         self.registry.add(self.local_node)
         self.registry.add(self.steps_node)
         for registration in self.settings.static_nodes:
             self.registry.add(node_from_registration(registration))
-        self.prober.start()
-        self.local_cpu.start()
-        await self.policies.start()
-        self.rollouts.start()
-        generated: str | None = None
+
+    async def _bootstrap_admin_key(self) -> None:
+        """The configured bootstrap key, or a generated one when the store has no admin key."""
         if self.settings.bootstrap_key is not None:
             await self.keys.ensure(
                 "bootstrap", {"admin"}, self.settings.bootstrap_key.get_secret_value()
             )
         elif not await self.store.has_admin_key():
-            generated = await self.keys.create("bootstrap", {"admin"}, generate_key())
-        self.traces.start()
-        if self.telemetry is not None:
-            self.telemetry.start()
-        await self.queue.connect()
-        self.worker.start()
-        if not self.store.url.startswith("sqlite"):  # a shared store: other replicas exist
-            self.replicas.start()
-        return generated
+            self._generated_key = await self.keys.create("bootstrap", {"admin"}, generate_key())
 
-    async def stop(self) -> None:
-        await self.replicas.stop()
-        await self.worker.stop()
-        await self.queue.close()
-        await self.prober.stop()
-        await self.local_cpu.stop()
-        await self.policies.stop()
-        await self.rollouts.stop()
-        await self.traces.stop()
-        if self.telemetry is not None:
-            await self.telemetry.stop()
+    async def _close_backends(self) -> None:
         for backend in self.backends.values():
             await backend.aclose()
-        await self.objects.aclose()
-        await self.cache.aclose()
-        await self.store.close()
+
+    async def _warm_names(self) -> None:
+        """Start loading the name model in the background (seconds; requests that need it
+        wait within their deadlines)."""
+        if self.names is not None:
+            self.names.warm()
+
+    async def _close_names(self) -> None:
+        if self.names is not None:
+            self.names.close()
+
+    def _budget_policy(self) -> BudgetPolicy:
+        """The active policy's budget (read per call: the policy changes while running)."""
+        return self.policies.current().policy.budget
+
+    def _budget_state(self) -> BudgetState:
+        """Global spend and limit in the current period."""
+        return self.ledger.state(None, self._budget_policy())
+
+
+def _admission(settings: Settings) -> Admission:
+    """Per-node admission: slots in flight and the queue waiting for one."""
+    return Admission(
+        max_in_flight=settings.admission_max_in_flight,
+        max_queued=settings.admission_max_queued,
+        retry_after_s=settings.shed_retry_after_s,
+    )
+
+
+def _retries(settings: Settings) -> Retries:
+    """Retries of one deployment and the bound of one try (settings in ms, here in s)."""
+    return Retries(
+        attempts=settings.retry_attempts,
+        base_s=settings.retry_base_ms / 1000.0,
+        max_s=settings.retry_max_ms / 1000.0,
+        attempt_timeout_s=settings.attempt_timeout_ms / 1000.0 or None,
+        adaptive_factor=settings.attempt_timeout_factor,
+        adaptive_floor_s=settings.attempt_timeout_floor_ms / 1000.0,
+    )

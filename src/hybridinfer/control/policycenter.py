@@ -111,6 +111,17 @@ class PolicyCenter:
     def canary_state(self) -> Canary | None:
         return self._canary
 
+    async def overview(self) -> dict[str, Any]:
+        """``{"active", "canary", "policies"}``: what serves traffic, and every version."""
+        canary = self._canary
+        return {
+            "active": self._active.version,
+            "canary": None
+            if canary is None
+            else {"version": canary.policy.version, "percent": canary.percent},
+            "policies": await self.list(),
+        }
+
     def choose(self, routing_key: str) -> CompiledPolicy:
         """The version that decides a request: the canary for its share of routing keys."""
         canary = self._canary
@@ -272,10 +283,11 @@ class PolicyCenter:
     async def list(self) -> list[dict[str, Any]]:
         return await self._store.list_policies()
 
-    async def describe(self, version: str) -> dict[str, Any] | None:
+    async def describe(self, version: str) -> dict[str, Any]:
+        """One stored version with its thresholds; 404 ``unknown_policy`` if there is none."""
         record = await self._store.get_policy(version)
         if record is None:
-            return None
+            raise NotFound("no policy with this version", code="unknown_policy")
         record["thresholds"] = orjson.loads(record["thresholds"])
         return record
 

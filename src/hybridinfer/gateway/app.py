@@ -10,6 +10,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import BaseRoute
 
 from hybridinfer.control.plane import ControlPlane
 from hybridinfer.errors import HybridInferError, MethodNotAllowed, NotFound
@@ -33,8 +34,7 @@ from hybridinfer.gateway.policies import POLICY_ROUTES
 from hybridinfer.gateway.rollouts import ROLLOUT_ROUTES
 from hybridinfer.gateway.routes import ROUTES
 from hybridinfer.gateway.rules import RULE_ROUTES
-from hybridinfer.observe.metrics import Metrics
-from hybridinfer.observe.stats import TrafficWindow
+from hybridinfer.gateway.state import HttpOptions
 from hybridinfer.server.responses import error_response
 from hybridinfer.server.shedding import LoadShedder
 
@@ -49,13 +49,31 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
     return error_response(error, request.state.request_id)
 
 
+SERVICE_ROUTES: list[BaseRoute] = [
+    *ROUTES,
+    *TASK_ROUTES,
+    *METRICS_ROUTES,
+    *POLICY_ROUTES,
+    *ROLLOUT_ROUTES,
+    *RULE_ROUTES,
+    *KEY_ROUTES,
+    *OPENAPI_ROUTES,
+    *DASHBOARD_ROUTES,
+    *AUDIT_ROUTES,
+    *OPENAI_ROUTES,
+]
+"""Every route but the object store's, which depends on the store (``artifact_routes``)."""
+
+
 def create_app(
     plane: ControlPlane, on_start: Callable[[str | None], None] | None = None
 ) -> Starlette:
     """The gateway; its lifespan starts and stops ``plane``.
 
-    ``on_start`` receives the admin key generated at first start (None when there was none to
-    generate), so the CLI can print it once.
+    The middleware gets the parts it guards with; each handler gets only its service (from
+    ``plane.services``, on ``app.state`` by name), never the plane. ``on_start`` receives the
+    admin key generated at first start (None when there was none to generate), so the CLI
+    can print it once.
     """
 
     @asynccontextmanager
@@ -69,35 +87,30 @@ def create_app(
             await plane.stop()
 
     app = Starlette(
-        routes=[
-            *ROUTES,
-            *TASK_ROUTES,
-            *METRICS_ROUTES,
-            *POLICY_ROUTES,
-            *ROLLOUT_ROUTES,
-            *RULE_ROUTES,
-            *KEY_ROUTES,
-            *OPENAPI_ROUTES,
-            *DASHBOARD_ROUTES,
-            *AUDIT_ROUTES,
-            *OPENAI_ROUTES,
-            *artifact_routes(plane),
-        ],
-        middleware=[
-            Middleware(RequestIdMiddleware),
-            Middleware(AccessLogMiddleware),
-            Middleware(ErrorMiddleware),
-            Middleware(LoadShedder, load=plane.gateway_load),
-            Middleware(BodyTimeoutMiddleware, timeout_s=plane.settings.body_timeout_s),
-            Middleware(AuthMiddleware, keys=plane.keys),
-            Middleware(RateLimitMiddleware, limiter=plane.rate_limiter),
-        ],
+        routes=[*SERVICE_ROUTES, *artifact_routes(plane.objects)],
+        middleware=_middleware(plane),
         exception_handlers={HTTPException: _http_exception},
         lifespan=lifespan,
     )
-    app.state.control_plane = plane
-    app.state.metrics = metrics = Metrics(plane)
-    plane.traces.observers.append(metrics.requests.record)
-    app.state.traffic = traffic = TrafficWindow()  # the dashboard's counts (GET /v1/stats)
-    plane.traces.observers.append(traffic.record)
+    settings = plane.settings
+    app.state.http = HttpOptions(
+        max_body_bytes=settings.max_body_bytes, node_mtls=settings.node_mtls
+    )
+    for name, service in plane.services.by_name().items():
+        setattr(app.state, name, service)
     return app
+
+
+def _middleware(plane: ControlPlane) -> list[Middleware]:
+    """Outermost first: request id, access log and the error envelope wrap everything; load
+    shedding refuses before a body is read or a key checked; then the body timeout, auth,
+    and the caller's rate limit."""
+    return [
+        Middleware(RequestIdMiddleware),
+        Middleware(AccessLogMiddleware),
+        Middleware(ErrorMiddleware),
+        Middleware(LoadShedder, load=plane.gateway_load),
+        Middleware(BodyTimeoutMiddleware, timeout_s=plane.settings.body_timeout_s),
+        Middleware(AuthMiddleware, keys=plane.keys),
+        Middleware(RateLimitMiddleware, limiter=plane.rate_limiter),
+    ]

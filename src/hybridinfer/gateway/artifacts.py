@@ -11,8 +11,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from hybridinfer.control.plane import ControlPlane
 from hybridinfer.gateway.routes import requires
+from hybridinfer.gateway.state import artifacts_of
+from hybridinfer.objectstore.base import ObjectStore
 from hybridinfer.objectstore.filesystem import FilesystemStore
 from hybridinfer.objectstore.server import create_object_app
 from hybridinfer.server.responses import JSON
@@ -22,16 +23,12 @@ OBJECTS_PREFIX = "/v1/objects"
 
 @requires("node")
 async def list_artifacts(request: Request) -> Response:
-    plane: ControlPlane = request.app.state.control_plane
-    offers = await plane.models.offer(
-        request.path_params["name"], plane.settings.artifact_url_ttl_s
-    )
-    return JSON([offer.model_dump(mode="json") for offer in offers])
+    return JSON(await artifacts_of(request).offers(request.path_params["name"]))
 
 
-def artifact_routes(plane: ControlPlane) -> list[BaseRoute]:
+def artifact_routes(objects: ObjectStore) -> list[BaseRoute]:
     """The artifact listing, plus the object route when the store is the filesystem."""
     routes: list[BaseRoute] = [Route("/v1/artifacts/{name}", list_artifacts, methods=["GET"])]
-    if isinstance(plane.objects, FilesystemStore):
-        routes.append(Mount(OBJECTS_PREFIX, app=create_object_app(plane.objects)))
+    if isinstance(objects, FilesystemStore):
+        routes.append(Mount(OBJECTS_PREFIX, app=create_object_app(objects)))
     return routes

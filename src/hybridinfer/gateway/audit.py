@@ -6,7 +6,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from hybridinfer.gateway.routes import limit_of, plane_of, requires
+from hybridinfer.gateway.routes import limit_of, requires
+from hybridinfer.gateway.state import audit_of
 from hybridinfer.server.responses import JSON
 
 
@@ -14,7 +15,7 @@ from hybridinfer.server.responses import JSON
 async def list_audit(request: Request) -> Response:
     """Query: ``limit`` (1-1000, default 100), ``action`` (e.g. ``policy.rollback``)."""
     action = request.query_params.get("action")
-    entries = await plane_of(request).audit.list(limit_of(request, 100), action)
+    entries = await audit_of(request).list(limit_of(request, 100), action)
     return JSON({"entries": entries})
 
 

@@ -1,7 +1,7 @@
 """The dashboard: ``GET /ui`` (a static page shipped in the package, no CDN) and the
 ``GET /v1/stats`` summary it polls.
 
-``create_app`` feeds a ``TrafficWindow`` from every finished trace (``app.state.traffic``).
+The summary is ``control.stats.StatsService``'s (traffic counts from every finished trace).
 
 The page and its static files are public: they hold no data. The page asks for an API key
 once, keeps it in the tab's ``sessionStorage`` and sends it as a bearer token to the JSON APIs
@@ -17,8 +17,8 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from hybridinfer.gateway.routes import plane_of, requires
-from hybridinfer.observe.stats import TrafficWindow, latency_percentiles
+from hybridinfer.gateway.routes import requires
+from hybridinfer.gateway.state import stats_of
 from hybridinfer.server.responses import JSON
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -37,21 +37,7 @@ async def page(request: Request) -> Response:
 
 @requires("admin")
 async def stats(request: Request) -> Response:
-    plane = plane_of(request)
-    traffic: TrafficWindow = request.app.state.traffic
-    body = traffic.summary()
-    recent = plane.traces.latest()
-    body["latency_ms"] = latency_percentiles(recent)
-    body["latency_of_last"] = len(recent)
-    budget = plane.ledger.state(None, plane.policies.current().policy.budget)
-    body["spend"] = {"spent": budget.spent_global, "limit": budget.limit_global}
-    telemetry = plane.telemetry
-    body["telemetry"] = {
-        "exporter": plane.settings.otel_exporter,
-        "exported": 0 if telemetry is None else telemetry.exported,
-        "dropped": 0 if telemetry is None else telemetry.dropped,
-    }
-    return JSON(body)
+    return JSON(stats_of(request).summary())
 
 
 DASHBOARD_ROUTES: list[BaseRoute] = [

@@ -7,15 +7,15 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from hybridinfer.core.schemas import InferRequest
-from hybridinfer.gateway.routes import plane_of, requires
-from hybridinfer.server.responses import JSON, parse_body, read_json
+from hybridinfer.gateway.routes import requires
+from hybridinfer.gateway.state import jobs_of, json_of
+from hybridinfer.server.responses import JSON, parse_body
 
 
 @requires("infer")
 async def submit_task(request: Request) -> Response:
-    plane = plane_of(request)
-    body = parse_body(InferRequest, await read_json(request, plane.settings.max_body_bytes))
-    task_id = await plane.tasks.submit(
+    body = parse_body(InferRequest, await json_of(request))
+    task_id = await jobs_of(request).submit(
         body, request.state.principal, request.headers.get("idempotency-key")
     )
     return JSON({"task_id": task_id}, status_code=202)
@@ -23,8 +23,8 @@ async def submit_task(request: Request) -> Response:
 
 @requires("infer")
 async def get_task(request: Request) -> Response:
-    plane = plane_of(request)
-    return JSON(await plane.tasks.describe(request.path_params["task_id"], request.state.principal))
+    jobs = jobs_of(request)
+    return JSON(await jobs.describe(request.path_params["task_id"], request.state.principal))
 
 
 TASK_ROUTES = [

@@ -13,9 +13,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from hybridinfer.control.keys import key_id_of
-from hybridinfer.gateway.routes import plane_of, requires
-from hybridinfer.server.responses import JSON, parse_body, read_json
+from hybridinfer.gateway.routes import requires
+from hybridinfer.gateway.state import json_of, keys_of
+from hybridinfer.server.responses import JSON, parse_body
 
 Scope = Literal["infer", "admin", "node"]
 
@@ -49,56 +49,45 @@ class KeyRotate(BaseModel):
     )
 
 
-async def _optional_json(request: Request, max_bytes: int) -> dict[str, object]:
+async def _optional_json(request: Request) -> dict[str, object]:
     """A JSON object body, or ``{}`` when there is none."""
     if request.headers.get("content-length", "0") == "0" and "chunked" not in request.headers.get(
         "transfer-encoding", ""
     ):
         return {}
-    return await read_json(request, max_bytes)
+    return await json_of(request)
 
 
 @requires("admin")
 async def list_keys(request: Request) -> Response:
-    return JSON({"keys": await plane_of(request).keys.list()})
+    return JSON({"keys": await keys_of(request).list()})
 
 
 @requires("admin")
 async def create_key(request: Request) -> Response:
-    plane = plane_of(request)
-    body = parse_body(KeyCreate, await read_json(request, plane.settings.max_body_bytes))
-    key = await plane.keys.create(
-        body.name, set(body.scopes), None, body.rate_limit_per_minute, body.budget
+    body = parse_body(KeyCreate, await json_of(request))
+    created = await keys_of(request).create(
+        body.name,
+        set(body.scopes),
+        request.state.principal.key_id,
+        rate_limit_per_minute=body.rate_limit_per_minute,
+        budget=body.budget,
     )
-    record = await plane.keys.get(key_id_of(key))
-    await plane.audit.record(
-        request.state.principal.key_id, "key.create", record["id"], None, record
-    )
-    return JSON({"key": key, **record}, status_code=201)
+    return JSON(created, status_code=201)
 
 
 @requires("admin")
 async def rotate_key(request: Request) -> Response:
-    plane = plane_of(request)
-    body = parse_body(KeyRotate, await _optional_json(request, plane.settings.max_body_bytes))
-    key_id = request.path_params["key_id"]
-    grace_s = plane.settings.key_rotation_grace_s if body.grace_s is None else body.grace_s
-    before = await plane.keys.get(key_id)
-    key = await plane.keys.rotate(key_id, grace_s)
-    after = await plane.keys.get(key_id)
-    await plane.audit.record(request.state.principal.key_id, "key.rotate", key_id, before, after)
-    return JSON({"key": key, **await plane.keys.get(key_id_of(key))}, status_code=201)
+    body = parse_body(KeyRotate, await _optional_json(request))
+    actor = request.state.principal.key_id
+    rotated = await keys_of(request).rotate(request.path_params["key_id"], actor, body.grace_s)
+    return JSON(rotated, status_code=201)
 
 
 @requires("admin")
 async def revoke_key(request: Request) -> Response:
-    plane = plane_of(request)
-    key_id = request.path_params["key_id"]
-    before = await plane.keys.get(key_id)
-    await plane.keys.revoke(key_id)
-    after = await plane.keys.get(key_id)
-    await plane.audit.record(request.state.principal.key_id, "key.revoke", key_id, before, after)
-    return JSON(after)
+    actor = request.state.principal.key_id
+    return JSON(await keys_of(request).revoke(request.path_params["key_id"], actor))
 
 
 KEY_ROUTES = [

@@ -11,19 +11,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from hybridinfer.errors import QueueUnavailable
-from hybridinfer.gateway.routes import plane_of, requires
-from hybridinfer.observe.metrics import CONTENT_TYPE, Metrics
+from hybridinfer.gateway.routes import requires
+from hybridinfer.gateway.state import metrics_of
+from hybridinfer.observe.metrics import CONTENT_TYPE
 
 
 @requires("admin")
 async def metrics(request: Request) -> Response:
-    try:
-        depth = await plane_of(request).queue.depth()
-    except QueueUnavailable:
-        depth = -1
-    registry: Metrics = request.app.state.metrics
-    return Response(registry.exposition(depth), media_type=CONTENT_TYPE)
+    return Response(await metrics_of(request).exposition(), media_type=CONTENT_TYPE)
 
 
 METRICS_ROUTES = [Route("/metrics", metrics, methods=["GET"])]

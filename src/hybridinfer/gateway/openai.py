@@ -22,28 +22,19 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from hybridinfer.control.plane import ControlPlane
-from hybridinfer.core.trace import Trace
+from hybridinfer.control.nodes import ServedModel
 from hybridinfer.errors import HybridInferError
 from hybridinfer.execute.streaming import TokenStream
 from hybridinfer.gateway.openai_schemas import ChatCompletionRequest, EmbeddingRequest
 from hybridinfer.gateway.routes import request_trace, requires
-from hybridinfer.server.responses import JSON, parse_body, read_json
+from hybridinfer.gateway.state import json_of, nodes_of, pipeline_of
+from hybridinfer.server.responses import JSON, parse_body
 
 log = logging.getLogger("hybridinfer.gateway")
 
 TIER_HEADER = "X-Hybridinfer-Tier"
 MODEL_HEADER = "X-Hybridinfer-Model"
 OPENAI_CAPABILITIES = ("chat", "embedding")
-
-
-def _plane(request: Request) -> ControlPlane:
-    plane: ControlPlane = request.app.state.control_plane
-    return plane
-
-
-def _trace(request: Request) -> Trace:
-    return request_trace(request)
 
 
 def _placement(result: dict[str, Any]) -> dict[str, str]:
@@ -54,13 +45,11 @@ def _placement(result: dict[str, Any]) -> dict[str, str]:
 @requires("infer")
 async def chat_completions(request: Request) -> Response:
     """``POST /v1/chat/completions``: plain JSON, or SSE chunks when ``stream`` is true."""
-    plane = _plane(request)
-    body = parse_body(
-        ChatCompletionRequest, await read_json(request, plane.settings.max_body_bytes)
-    )
-    trace = _trace(request)
+    body = parse_body(ChatCompletionRequest, await json_of(request))
+    trace = request_trace(request)
+    pipeline = pipeline_of(request)
     if body.stream:
-        stream = await plane.pipeline.stream(body.to_infer(), trace)
+        stream = await pipeline.stream(body.to_infer(), trace)
         include_usage = body.stream_options is not None and body.stream_options.include_usage
         return StreamingResponse(
             _sse(stream, trace.request_id, include_usage),
@@ -71,7 +60,7 @@ async def chat_completions(request: Request) -> Response:
                 "Cache-Control": "no-cache",
             },
         )
-    result = await plane.pipeline.infer(body.to_infer(), trace)
+    result = await pipeline.infer(body.to_infer(), trace)
     outputs = result["outputs"]
     completion = {
         "id": f"chatcmpl-{trace.request_id}",
@@ -137,9 +126,8 @@ def _error_body(error: HybridInferError, request_id: str) -> dict[str, Any]:
 @requires("infer")
 async def embeddings(request: Request) -> Response:
     """``POST /v1/embeddings``: one vector per input text."""
-    plane = _plane(request)
-    body = parse_body(EmbeddingRequest, await read_json(request, plane.settings.max_body_bytes))
-    result = await plane.pipeline.infer(body.to_infer(), _trace(request))
+    body = parse_body(EmbeddingRequest, await json_of(request))
+    result = await pipeline_of(request).infer(body.to_infer(), request_trace(request))
     vectors: list[list[float]] = result["outputs"]["embeddings"]
     data = [
         {"object": "embedding", "index": index, "embedding": _encode(vector, body.encoding_format)}
@@ -167,26 +155,21 @@ def _encode(vector: list[float], encoding_format: str) -> list[float] | str:
 @requires("infer")
 async def list_models(request: Request) -> Response:
     """``GET /v1/models``: ``auto`` plus every chat and embedding model a node serves."""
-    seen: dict[str, dict[str, Any]] = {}
-    for node in _plane(request).registry.nodes():
-        for deployment in node.deployments:
-            if deployment.capability not in OPENAI_CAPABILITIES:
-                continue
-            entry = seen.setdefault(
-                deployment.model,
-                {
-                    "id": deployment.model,
-                    "object": "model",
-                    "created": 0,
-                    "owned_by": "hybridinfer",
-                    "capability": deployment.capability,
-                    "tiers": [],
-                },
-            )
-            if node.tier.value not in entry["tiers"]:
-                entry["tiers"].append(node.tier.value)
+    served = nodes_of(request).served_models(OPENAI_CAPABILITIES)
     auto = {"id": "auto", "object": "model", "created": 0, "owned_by": "hybridinfer"}
-    return JSON({"object": "list", "data": [auto, *seen.values()]})
+    return JSON({"object": "list", "data": [auto, *map(_model_entry, served)]})
+
+
+def _model_entry(served: ServedModel) -> dict[str, Any]:
+    """One model in OpenAI's shape, with our ``capability`` and ``tiers`` beside it."""
+    return {
+        "id": served.model,
+        "object": "model",
+        "created": 0,
+        "owned_by": "hybridinfer",
+        "capability": served.capability,
+        "tiers": served.tiers,
+    }
 
 
 OPENAI_ROUTES = [

@@ -7,9 +7,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from hybridinfer.errors import InvalidInput, NotFound
-from hybridinfer.gateway.routes import plane_of, requires
-from hybridinfer.server.responses import JSON, read_json, read_yaml_document
+from hybridinfer.errors import InvalidInput
+from hybridinfer.gateway.routes import requires
+from hybridinfer.gateway.state import json_of, policies_of, yaml_of
+from hybridinfer.server.responses import JSON
 
 
 def _actor(request: Request) -> str:
@@ -18,31 +19,17 @@ def _actor(request: Request) -> str:
 
 @requires("admin")
 async def list_policies(request: Request) -> Response:
-    plane = plane_of(request)
-    canary = plane.policies.canary_state()
-    return JSON(
-        {
-            "active": plane.policies.current().version,
-            "canary": None
-            if canary is None
-            else {"version": canary.policy.version, "percent": canary.percent},
-            "policies": await plane.policies.list(),
-        }
-    )
+    return JSON(await policies_of(request).overview())
 
 
 @requires("admin")
 async def get_policy(request: Request) -> Response:
     """``?against=OTHER`` answers the diff from OTHER to this version instead."""
-    plane = plane_of(request)
     version = request.path_params["version"]
     against = request.query_params.get("against")
     if against is not None:
         return await _diff(request, against, version)
-    policy = await plane.policies.describe(version)
-    if policy is None:
-        raise NotFound("no policy with this version", code="unknown_policy")
-    return JSON(policy)
+    return JSON(await policies_of(request).describe(version))
 
 
 @requires("admin")
@@ -51,7 +38,7 @@ async def diff_policies(request: Request) -> Response:
 
 
 async def _diff(request: Request, first: str, second: str) -> Response:
-    diff = await plane_of(request).policies.diff(first, second)
+    diff = await policies_of(request).diff(first, second)
     return JSON({"from": first, "to": second, "diff": diff})
 
 
@@ -60,10 +47,9 @@ async def apply_policy(request: Request) -> Response:
     """Body: the policy YAML (``application/yaml``) or ``{"policy": "<yaml>"}``.
 
     ``?stage=true`` stores the version without activating it, for a canary to start from."""
-    plane = plane_of(request)
     stage = request.query_params.get("stage", "false").lower() in ("1", "true", "yes")
-    text = await read_yaml_document(request, plane.settings.max_body_bytes, "policy")
-    compiled = await plane.policies.apply(text, _actor(request), stage=stage)
+    text = await yaml_of(request, "policy")
+    compiled = await policies_of(request).apply(text, _actor(request), stage=stage)
     return JSON(
         {
             "version": compiled.version,
@@ -78,7 +64,7 @@ async def _percent(request: Request) -> float | None:
     """``{"percent": 20}``; an empty body means the next step (5 → 20 → 50 → 100)."""
     if not await request.body():
         return None
-    percent = (await read_json(request, plane_of(request).settings.max_body_bytes)).get("percent")
+    percent = (await json_of(request)).get("percent")
     if percent is None:
         return None
     if isinstance(percent, bool) or not isinstance(percent, int | float):
@@ -90,19 +76,19 @@ async def _percent(request: Request) -> float | None:
 async def canary_policy(request: Request) -> Response:
     version = request.path_params["version"]
     percent = await _percent(request)
-    return JSON(await plane_of(request).policies.canary(version, percent, _actor(request)))
+    return JSON(await policies_of(request).canary(version, percent, _actor(request)))
 
 
 @requires("admin")
 async def promote_policy(request: Request) -> Response:
     version = request.path_params["version"]
-    return JSON(await plane_of(request).policies.promote(version, _actor(request)))
+    return JSON(await policies_of(request).promote(version, _actor(request)))
 
 
 @requires("admin")
 async def rollback_policy(request: Request) -> Response:
     version = request.path_params["version"]
-    return JSON(await plane_of(request).policies.rollback(version, _actor(request)))
+    return JSON(await policies_of(request).rollback(version, _actor(request)))
 
 
 POLICY_ROUTES = [

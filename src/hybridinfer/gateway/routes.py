@@ -1,25 +1,21 @@
-"""HTTP handlers: each translates HTTP and calls one control-plane method (house rule 3)."""
+"""HTTP handlers: each translates HTTP and calls one service method (house rules 3 and 12)."""
 
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
-import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from hybridinfer.control.keys import NODE_SCOPE, Principal
-from hybridinfer.control.plane import ControlPlane
 from hybridinfer.core.schemas import Heartbeat, InferRequest, NodeRegistration
 from hybridinfer.core.trace import Trace
-from hybridinfer.errors import Forbidden, InvalidInput, NoCapacity, NotFound
-from hybridinfer.server.responses import JSON, parse_body, read_json
+from hybridinfer.errors import Forbidden, InvalidInput
+from hybridinfer.gateway.state import json_of, nodes_of, options_of, pipeline_of, traces_of
+from hybridinfer.server.responses import JSON, parse_body
 from hybridinfer.server.serving import client_certificate
-from hybridinfer.signals.registry import node_from_registration
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -50,16 +46,11 @@ def requires(scope: str) -> Callable[[Endpoint], Endpoint]:
 
 def check_node_certificate(request: Request) -> None:
     """With ``node_mtls``, node routes also need a verified client certificate."""
-    if plane_of(request).settings.node_mtls and client_certificate(request.scope) is None:
+    if options_of(request).node_mtls and client_certificate(request.scope) is None:
         raise Forbidden(
             "node routes need a client certificate signed by the gateway's CA (mutual TLS)",
             code="client_certificate_required",
         )
-
-
-def plane_of(request: Request) -> ControlPlane:
-    plane: ControlPlane = request.app.state.control_plane
-    return plane
 
 
 async def healthz(request: Request) -> Response:
@@ -67,20 +58,15 @@ async def healthz(request: Request) -> Response:
 
 
 async def readyz(request: Request) -> Response:
-    plane = plane_of(request)
-    if not await plane.store.ping():
-        raise NoCapacity("the store is unreachable", code="not_ready")
-    if not plane.registry.any_ready():
-        raise NoCapacity("no node is ready", code="not_ready")
+    await nodes_of(request).check_ready()
     return JSON({"status": "ready"})
 
 
 @requires("infer")
 async def infer(request: Request) -> Response:
-    plane = plane_of(request)
     trace = request_trace(request)
-    body = parse_body(InferRequest, await read_json(request, plane.settings.max_body_bytes))
-    result = await plane.pipeline.infer(body, trace)
+    body = parse_body(InferRequest, await json_of(request))
+    result = await pipeline_of(request).infer(body, trace)
     return JSON(result, headers={POLICY_HEADER: trace.policy_version or ""})
 
 
@@ -95,10 +81,7 @@ def request_trace(request: Request) -> Trace:
 @requires("infer")
 async def get_trace(request: Request) -> Response:
     principal: Principal = request.state.principal
-    trace = await plane_of(request).traces.get(request.path_params["request_id"])
-    if trace is None or not (principal.allows("admin") or trace.get("key_id") == principal.key_id):
-        raise NotFound("no trace with this request id", code="unknown_trace")
-    return JSON(trace)
+    return JSON(await traces_of(request).get(request.path_params["request_id"], principal))
 
 
 def limit_of(request: Request, default: int = 50) -> int:
@@ -112,60 +95,26 @@ def limit_of(request: Request, default: int = 50) -> int:
 @requires("admin")
 async def list_traces(request: Request) -> Response:
     status = request.query_params.get("status")
-    traces = await plane_of(request).traces.recent(limit_of(request), status)
+    traces = await traces_of(request).recent(limit_of(request), status)
     return JSON({"traces": traces})
 
 
 @requires("admin")
 async def list_nodes(request: Request) -> Response:
-    plane = plane_of(request)
-    nodes = [node.describe() for node in plane.registry.nodes()]
-    for node in nodes:
-        for deployment in node["deployments"]:
-            deployment.update(plane.breakers.describe(deployment["id"]))
-    return JSON({"nodes": nodes})
+    return JSON({"nodes": nodes_of(request).describe_all()})
 
 
 @requires("node")
 async def register_node(request: Request) -> Response:
-    plane = plane_of(request)
-    registration = parse_body(
-        NodeRegistration, await read_json(request, plane.settings.max_body_bytes)
-    )
-    node = node_from_registration(registration)
-    before = next((n.describe() for n in plane.registry.nodes() if n.id == node.id), None)
-    plane.registry.add(node)
-    await plane.store.save_node(
-        node.id,
-        node.tier.value,
-        node.zone.value,
-        node.url,
-        orjson.dumps(registration.model_dump(mode="json")),
-    )
+    registration = parse_body(NodeRegistration, await json_of(request))
     actor = request.state.principal.key_id
-    await plane.audit.record(actor, "node.register", node.id, before, node.describe())
-    body: dict[str, Any] = {
-        "id": node.id,
-        "heartbeat_interval_s": plane.settings.heartbeat_interval_s,
-        "registered_at": time.time(),
-    }
-    return JSON(body, status_code=201)
+    return JSON(await nodes_of(request).register(registration, actor), status_code=201)
 
 
 @requires("node")
 async def heartbeat(request: Request) -> Response:
-    plane = plane_of(request)
-    beat = parse_body(Heartbeat, await read_json(request, plane.settings.max_body_bytes))
-    node = plane.registry.heartbeat(
-        request.path_params["node_id"],
-        beat.load,
-        beat.in_flight,
-        queue_depth=beat.queue_depth,
-        memory=beat.memory,
-        memory_bytes=beat.memory_bytes,
-        models_not_ready=beat.models_not_ready,
-    )
-    return JSON({"id": node.id, "status": node.status.value})
+    beat = parse_body(Heartbeat, await json_of(request))
+    return JSON(nodes_of(request).heartbeat(request.path_params["node_id"], beat))
 
 
 ROUTES = [

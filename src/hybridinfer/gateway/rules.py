@@ -7,27 +7,21 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from hybridinfer.gateway.routes import plane_of, requires
-from hybridinfer.server.responses import JSON, read_yaml_document
+from hybridinfer.gateway.routes import requires
+from hybridinfer.gateway.state import rules_of, yaml_of
+from hybridinfer.server.responses import JSON
 
 
 @requires("admin")
 async def list_rules(request: Request) -> Response:
-    rules = plane_of(request).decomposer.rules
-    tasks = {name: rule.description for name, rule in sorted(rules.tasks.items())}
-    return JSON({"version": rules.version, "tasks": tasks})
+    return JSON(rules_of(request).describe())
 
 
 @requires("admin")
 async def replace_rules(request: Request) -> Response:
     """Body: the rule YAML (``application/yaml``) or ``{"rules": "<yaml>"}``."""
-    plane = plane_of(request)
-    text = await read_yaml_document(request, plane.settings.max_body_bytes, "rules")
-    before = plane.decomposer.rules.version
-    rules = plane.decomposer.reload(text)
-    actor = request.state.principal.key_id
-    await plane.audit.record(actor, "rules.replace", str(rules.version), before, rules.version)
-    return JSON({"version": rules.version, "tasks": sorted(rules.tasks)})
+    text = await yaml_of(request, "rules")
+    return JSON(await rules_of(request).replace(text, request.state.principal.key_id))
 
 
 RULE_ROUTES = [

@@ -3,8 +3,10 @@ control plane holds right now (read when Prometheus scrapes).
 
 Request metrics are written once per request, from the trace, never inside the hot loops:
 ``RequestMetrics.record`` is a trace-sink observer. Everything else (node load and health,
-breakers, budget, queue and trace-write counters) is read from the control plane by
-``PlaneCollector`` at scrape time, so it costs nothing per request.
+breakers, budget, queue and trace-write counters) is read by ``PlaneCollector`` at scrape
+time, so it costs nothing per request. The collector reads a ``Readings`` protocol, not the
+control plane: it names exactly what a scrape takes (house rule 12), and this lower layer
+never imports the composition root (``control.readings`` implements it).
 
 Node-side metric, exported by ``hybridinfer node`` processes (``node/metrics.py``), not by
 the gateway: ``hybridinfer_model_cache_disk_used_ratio{node}``.
@@ -13,18 +15,84 @@ the gateway: ``hybridinfer_model_cache_disk_used_ratio{node}``.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from hybridinfer.core.topology import Node
 from hybridinfer.core.trace import STAGES, Trace
-from hybridinfer.errors import NotFound
+from hybridinfer.signals.budget import BudgetState
 
-if TYPE_CHECKING:
-    from hybridinfer.control.plane import ControlPlane
+
+class TraceWrites(Protocol):
+    """The trace sink's write counters."""
+
+    @property
+    def written(self) -> int: ...
+    @property
+    def dropped(self) -> int: ...
+    @property
+    def buffered(self) -> int: ...
+
+
+class SlotCounts(Protocol):
+    """The gateway's inference slots: running, waiting, refused."""
+
+    @property
+    def in_flight(self) -> int: ...
+    @property
+    def queued(self) -> int: ...
+    @property
+    def shed(self) -> int: ...
+
+
+class LimiterCounts(Protocol):
+    """One node's admission: refusals, calls waiting, and the current limit."""
+
+    @property
+    def shed(self) -> int: ...
+    @property
+    def waiting(self) -> int: ...
+    @property
+    def limit(self) -> int: ...
+
+
+class Readings(Protocol):
+    """Everything the gateway's metrics read from the control plane, and nothing else."""
+
+    def nodes(self) -> Iterable[Node]:
+        """The registered nodes (their status, load and deployments)."""
+
+    def breaker_states(self) -> Mapping[str, str]:
+        """Deployment id -> breaker state, for the breakers that are not closed."""
+
+    def budget(self) -> BudgetState:
+        """Global spend and limit in the current budget period."""
+
+    def trace_writes(self) -> TraceWrites:
+        """Traces written, dropped and waiting."""
+
+    def rate_limit_cache_errors(self) -> int:
+        """Rate-limit checks that found the cache unreachable."""
+
+    def job_outcomes(self) -> Mapping[str, int]:
+        """Task deliveries this replica settled, by outcome."""
+
+    def gateway_load(self) -> SlotCounts:
+        """The gateway's own load shedding."""
+
+    def admission_limiters(self) -> Mapping[str, LimiterCounts]:
+        """Node id -> its admission limiter."""
+
+    def local_cpu(self) -> float:
+        """Smoothed CPU use of the gateway's host, 0..1."""
+
+    def cost_of(self, deployment_id: str) -> float:
+        """Cost per call of a deployment (0 when it is gone)."""
+
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 STAGE_BUCKETS_S = (
@@ -103,17 +171,17 @@ class RequestMetrics:
 class PlaneCollector(Collector):
     """Control-plane state read at scrape time."""
 
-    def __init__(self, plane: ControlPlane) -> None:
-        self._plane = plane
+    def __init__(self, readings: Readings) -> None:
+        self._readings = readings
         self.queue_depth = 0
         """Set by the scrape handler (reading the queue is async; collectors are not)."""
 
     def collect(self) -> Iterator[Metric]:
-        plane = self._plane
-        yield from self._nodes(plane)
-        yield from self._counters(plane)
-        yield from self._admission(plane)
-        budget = plane.ledger.state(None, plane.policies.current().policy.budget)
+        readings = self._readings
+        yield from self._nodes(readings)
+        yield from self._counters(readings)
+        yield from self._admission(readings)
+        budget = readings.budget()
         yield GaugeMetricFamily(
             "hybridinfer_budget_spent", "Spend in the current budget period.", budget.spent_global
         )
@@ -134,7 +202,7 @@ class PlaneCollector(Collector):
             self.queue_depth,
         )
 
-    def _nodes(self, plane: ControlPlane) -> Iterator[Metric]:
+    def _nodes(self, readings: Readings) -> Iterator[Metric]:
         up = GaugeMetricFamily("hybridinfer_node_up", "1 if the node is ready.", labels=["node"])
         load = GaugeMetricFamily(
             "hybridinfer_node_load", "Load the node reports, 0..1.", labels=["node", "tier"]
@@ -147,8 +215,8 @@ class PlaneCollector(Collector):
             "1 while the deployment's circuit breaker is open.",
             labels=["deployment"],
         )
-        states = plane.executor.breakers.states()  # only the breakers that are not closed
-        for node in plane.registry.nodes():
+        states = readings.breaker_states()  # only the breakers that are not closed
+        for node in readings.nodes():
             up.add_metric([node.id], 1.0 if node.status.value == "ready" else 0.0)
             load.add_metric([node.id, node.tier.value], node.load)
             in_flight.add_metric([node.id], node.in_flight)
@@ -158,8 +226,8 @@ class PlaneCollector(Collector):
                 )
         yield from (up, load, in_flight, breaker)
 
-    def _counters(self, plane: ControlPlane) -> Iterator[Metric]:
-        traces = plane.traces
+    def _counters(self, readings: Readings) -> Iterator[Metric]:
+        traces = readings.trace_writes()
         yield CounterMetricFamily("hybridinfer_trace_writes", "Traces written.", traces.written)
         yield CounterMetricFamily(
             "hybridinfer_trace_writes_dropped",
@@ -172,21 +240,20 @@ class PlaneCollector(Collector):
         yield CounterMetricFamily(
             "hybridinfer_ratelimit_cache_errors",
             "Rate-limit checks that found the cache unreachable.",
-            plane.rate_limiter.cache_errors,
+            readings.rate_limit_cache_errors(),
         )
         tasks = CounterMetricFamily(
             "hybridinfer_tasks",
             "Task deliveries this replica settled, by outcome.",
             labels=["outcome"],
         )
-        counts = plane.worker.counts
-        for outcome in ("completed", "failed", "retried", "dead_lettered", "duplicates"):
-            tasks.add_metric([outcome], getattr(counts, outcome))
+        for outcome, count in readings.job_outcomes().items():
+            tasks.add_metric([outcome], count)
         yield tasks
 
-    def _admission(self, plane: ControlPlane) -> Iterator[Metric]:
+    def _admission(self, readings: Readings) -> Iterator[Metric]:
         """Load shedding and admission: the gateway's and each node's slots, queue, refusals."""
-        load = plane.gateway_load
+        load = readings.gateway_load()
         yield GaugeMetricFamily(
             "hybridinfer_gateway_in_flight", "Inference requests running.", load.in_flight
         )
@@ -207,7 +274,7 @@ class PlaneCollector(Collector):
             "Calls a node may run at once (lower while the host CPU is saturated).",
             labels=["node"],
         )
-        for node_id, limiter in plane.executor.limiters().items():
+        for node_id, limiter in readings.admission_limiters().items():
             overloaded.add_metric([node_id], limiter.shed)
             waiting.add_metric([node_id], limiter.waiting)
             limit.add_metric([node_id], limiter.limit)
@@ -215,35 +282,20 @@ class PlaneCollector(Collector):
         yield GaugeMetricFamily(
             "hybridinfer_local_cpu",
             "Smoothed CPU use of the gateway's host, 0..1.",
-            plane.local_cpu.cpu,
+            readings.local_cpu(),
         )
 
 
 class Metrics:
     """One registry per gateway (no process-global state): request metrics + plane state."""
 
-    def __init__(self, plane: ControlPlane) -> None:
+    def __init__(self, readings: Readings) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
-        self.requests = RequestMetrics(self.registry, _cost_lookup(plane))
-        self.plane = PlaneCollector(plane)
+        self.requests = RequestMetrics(self.registry, readings.cost_of)
+        self.plane = PlaneCollector(readings)
         self.registry.register(self.plane)
 
     def exposition(self, queue_depth: int) -> bytes:
         """The Prometheus text format."""
         self.plane.queue_depth = queue_depth
         return generate_latest(self.registry)
-
-
-def _cost_lookup(plane: ControlPlane) -> Callable[[str], float]:
-    def cost_of(deployment_id: str) -> float:
-        node_id = deployment_id.partition("/")[0]
-        try:
-            node = plane.registry.get(node_id)
-        except NotFound:  # a node that left since the call: its cost is unknown
-            return 0.0
-        for deployment in node.deployments:
-            if deployment.id == deployment_id:
-                return deployment.cost_per_call
-        return 0.0
-
-    return cost_of

@@ -1,0 +1,114 @@
+"""The node use cases behind ``/v1/nodes``, ``/readyz`` and ``GET /v1/models``.
+
+Registration is one use case, not four steps a handler strings together: the registry takes
+the node, the store keeps the registration (other replicas and restarts adopt it, see
+``replicas.py``), the audit log records before and after, and the reply tells the node how
+often to beat. Each method here is what one handler calls.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from hybridinfer.control.audit import AuditLog
+from hybridinfer.core.schemas import Heartbeat, NodeRegistration
+from hybridinfer.errors import NoCapacity
+from hybridinfer.signals.breaker import Breakers
+from hybridinfer.signals.registry import NodeRegistry, node_from_registration
+from hybridinfer.store.sql import SqlStore
+
+
+@dataclass(slots=True)
+class ServedModel:
+    """One model some node serves, with every tier that serves it."""
+
+    model: str
+    capability: str
+    tiers: list[str] = field(default_factory=list)
+
+
+class NodeService:
+    """Registers nodes, takes their heartbeats, and describes what is registered."""
+
+    def __init__(
+        self,
+        *,
+        registry: NodeRegistry,
+        store: SqlStore,
+        audit: AuditLog,
+        breakers: Breakers,
+        heartbeat_interval_s: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._registry = registry
+        self._store = store
+        self._audit = audit
+        self._breakers = breakers
+        self._heartbeat_interval_s = heartbeat_interval_s
+        self._clock = clock
+
+    async def register(self, registration: NodeRegistration, actor: str) -> dict[str, Any]:
+        """Add (or replace) the node, persist and audit its registration; the reply body."""
+        node = node_from_registration(registration)
+        before = next((n.describe() for n in self._registry.nodes() if n.id == node.id), None)
+        self._registry.add(node)
+        await self._store.save_node(
+            node.id,
+            node.tier.value,
+            node.zone.value,
+            node.url,
+            orjson.dumps(registration.model_dump(mode="json")),
+        )
+        await self._audit.record(actor, "node.register", node.id, before, node.describe())
+        return {
+            "id": node.id,
+            "heartbeat_interval_s": self._heartbeat_interval_s,
+            "registered_at": self._clock(),
+        }
+
+    def heartbeat(self, node_id: str, beat: Heartbeat) -> dict[str, Any]:
+        """Record the load a node reports; its id and status (404 for an unknown node)."""
+        node = self._registry.heartbeat(
+            node_id,
+            beat.load,
+            beat.in_flight,
+            queue_depth=beat.queue_depth,
+            memory=beat.memory,
+            memory_bytes=beat.memory_bytes,
+            models_not_ready=beat.models_not_ready,
+        )
+        return {"id": node.id, "status": node.status.value}
+
+    def describe_all(self) -> list[dict[str, Any]]:
+        """Every node, each deployment with its circuit breaker's state merged in."""
+        nodes = [node.describe() for node in self._registry.nodes()]
+        for node in nodes:
+            for deployment in node["deployments"]:
+                deployment.update(self._breakers.describe(deployment["id"]))
+        return nodes
+
+    async def check_ready(self) -> None:
+        """Raise 503 ``not_ready`` unless the store answers and some node is ready."""
+        if not await self._store.ping():
+            raise NoCapacity("the store is unreachable", code="not_ready")
+        if not self._registry.any_ready():
+            raise NoCapacity("no node is ready", code="not_ready")
+
+    def served_models(self, capabilities: Collection[str]) -> list[ServedModel]:
+        """Each model with one of ``capabilities``, once, in registration order."""
+        seen: dict[str, ServedModel] = {}
+        for node in self._registry.nodes():
+            for deployment in node.deployments:
+                if deployment.capability not in capabilities:
+                    continue
+                served = seen.setdefault(
+                    deployment.model, ServedModel(deployment.model, deployment.capability)
+                )
+                if node.tier.value not in served.tiers:
+                    served.tiers.append(node.tier.value)
+        return list(seen.values())
