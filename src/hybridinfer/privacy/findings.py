@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 KINDS = (
     "EMAIL",
-    "CARD",
     "IBAN",
     "NATIONALID",
+    "CARD",
     "SSN",
     "NINO",
     "IP",
@@ -16,8 +16,9 @@ KINDS = (
     "NAME",
     "PLACE",
 )
-"""Every kind a detector reports, in the order overlapping hits are preferred. Kinds are
-placeholder names too (``<PHONE_1>``), so they are single upper-case words."""
+"""Every kind a detector reports, in the order overlapping hits of one length are preferred
+(a national id's checksum is stronger than Luhn). Kinds are placeholder names too
+(``<PHONE_1>``), so they are single upper-case words."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +34,8 @@ class Finding:
     end: int
     value: str
     scheme: str = ""
+    named: bool = False
+    """A word naming the kind stood before it: among equal spans, it wins over one without."""
 
 
 def overlaps(finding: Finding, others: list[Finding]) -> bool:

@@ -1,12 +1,13 @@
-"""Checksummed identifiers, validated by ``python-stdnum``: payment cards (Luhn plus the
-issuers' number ranges), IBANs (ISO 13616 mod 97) and national identifiers — the Chinese
-resident identity number, Indian Aadhaar, Brazilian CPF, French NIR, Spanish DNI and NIE,
-Italian codice fiscale.
+"""Checksummed identifiers, validated by ``python-stdnum``: payment cards (Luhn plus each
+network's number ranges and lengths), IBANs (ISO 13616 mod 97) and national identifiers — the
+Chinese resident identity number, Indian Aadhaar, Brazilian CPF, French NIR, Spanish DNI and
+NIE, Italian codice fiscale.
 
-A checksum makes a hit precise: a 16-digit order number that fails Luhn is not a card.
-Where stdnum checks more than the number carries reliably (the Chinese number's county code
-against a list that changes with each redistricting), only the checksum and the birth date
-are checked.
+A checksum makes a hit precise: a 16-digit order number that fails Luhn is not a card. Where
+stdnum checks more than the number carries reliably (the Chinese number's county code against
+a list that changes with each redistricting), only the checksum and the birth date are
+checked. A candidate never starts or ends inside a longer group of digits, nor after a ``+``
+(that is a phone number's country code).
 """
 
 from __future__ import annotations
@@ -24,42 +25,54 @@ from stdnum.it import codicefiscale
 
 from hybridinfer.privacy.recogniser import PatternRecogniser, digits_of
 
-_NOT_DIGIT_BEFORE = r"(?<![0-9A-Za-z])"
-_NOT_DIGIT_AFTER = r"(?![0-9A-Za-z])"
+BEFORE = r"(?<![0-9A-Za-z+])(?<![0-9][ .-])"
+AFTER = r"(?![0-9A-Za-z])(?![ .-][0-9])"
+"""Boundaries of a digit identifier: not inside a word, a longer digit group or after ``+``."""
 
-CARD_ISSUERS = re.compile(r"4|5[0-9]|2[2-7]|3[0-9]|6[0-9]|1800|2131|81|9792")
-"""Leading digits of payment networks: Visa 4; Mastercard 51-55, 2221-2720; Maestro 50, 56-69;
-Amex 34/37; Diners 30, 36, 38, 39; JCB 35, 1800, 2131; Discover and UnionPay 6x, 81; Troy 9792."""
+CARD_NETWORKS = (
+    (re.compile(r"4"), (13, 16, 19)),  # Visa
+    (re.compile(r"5[1-5]|2(?:22[1-9]|2[3-9]\d|[3-6]\d\d|7[01]\d|720)"), (16,)),  # Mastercard
+    (re.compile(r"3[47]"), (15,)),  # American Express
+    (re.compile(r"30[0-5]|3[689]"), tuple(range(14, 20))),  # Diners Club
+    (re.compile(r"35"), tuple(range(16, 20))),  # JCB (3528-3589; 35xx as issuers print it)
+    (re.compile(r"1800|2131"), (15,)),  # JCB, 15 digits
+    (re.compile(r"6011|64[4-9]|65|62"), tuple(range(16, 20))),  # Discover, UnionPay
+    (re.compile(r"220[0-4]"), tuple(range(16, 20))),  # Mir
+    (re.compile(r"9792"), (16,)),  # Troy
+    (re.compile(r"5[06-8]|6|0604"), tuple(range(12, 20))),  # Maestro
+)
+"""Leading digits of each payment network and the lengths its numbers have."""
 
 
-def _card(value: str) -> bool:
+def card_number(value: str) -> bool:
+    """Whether ``value`` is a payment card number: a network's prefix and length, and Luhn."""
     digits = digits_of(value)
-    return (
-        13 <= len(digits) <= 19 and CARD_ISSUERS.match(digits) is not None and luhn.is_valid(digits)
-    )
-
-
-def _iban(value: str) -> bool:
-    return bool(iban.is_valid(value))
+    return any(
+        prefix.match(digits) and len(digits) in lengths for prefix, lengths in CARD_NETWORKS
+    ) and bool(luhn.is_valid(digits))
 
 
 def _cn_ric(value: str) -> bool:
-    number = ric.compact(value)
+    number = digits_of(value) + ("X" if value[-1:] in "Xx" else "")
+    if len(number) != 18:
+        return False
     try:
         ric.get_birth_date(number)
-    except ValidationError:
+        return bool(ric.calc_check_digit(number) == number[-1].upper())
+    except (ValidationError, ValueError):
         return False
-    return bool(ric.calc_check_digit(number[:17]) == number[17].upper())
 
 
+CARD_WORDS = (
+    "card", "visa", "mastercard", "maestro", "amex", "paid with", "pay with", "charge",
+    "karte", "kreditkarte", "bezahlt", "carte", "payé avec", "tarjeta", "pagué con", "carta",
+    "pagato con", "cartão", "paguei com", "卡号", "信用卡", "银行卡",
+)  # fmt: skip
+_CARD_FORMS = (
+    r"\d{13,19}",
+    r"\d{4}([ -])(?:\d{3,6}\1){1,3}\d{1,6}",  # 4-4-4-4, 4-6-5, 4-4-4-1 …: networks print many
+)
 RECOGNISERS = (
-    PatternRecogniser(
-        "CARD",
-        "card",
-        re.compile(_NOT_DIGIT_BEFORE + r"\d(?:[ -]?\d){12,18}" + _NOT_DIGIT_AFTER),
-        _card,
-        context=("card", "visa", "mastercard", "amex", "卡号", "carte", "karte", "tarjeta"),
-    ),
     PatternRecogniser(
         "IBAN",
         "iban",
@@ -67,27 +80,27 @@ RECOGNISERS = (
             r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?"
             r"(?![A-Za-z0-9])"
         ),
-        _iban,
+        lambda value: bool(iban.is_valid(value)),
         context=("iban",),
     ),
     PatternRecogniser(
         "NATIONALID",
         "cn.ric",
-        re.compile(r"(?<![0-9])\d{6} ?\d{8} ?\d{3}[0-9Xx](?![0-9A-Za-z])"),
+        re.compile(BEFORE + r"\d{6} ?\d{8} ?\d{3}[0-9Xx]" + AFTER),
         _cn_ric,
-        context=("身份证", "identity card", "resident id", "id number"),
+        context=("身份证", "身份号码", "公民身份号码", "identity card", "resident id", "id number"),
     ),
     PatternRecogniser(
         "NATIONALID",
         "in.aadhaar",
-        re.compile(r"(?<![0-9])\d{4}[ -]?\d{4}[ -]?\d{4}(?![0-9])"),
+        re.compile(BEFORE + r"\d{4}([ -]?)\d{4}\1\d{4}" + AFTER),
         lambda value: bool(aadhaar.is_valid(value)),
-        context=("aadhaar", "uidai", "आधार"),
+        context=("aadhaar", "uidai", "uid", "आधार"),
     ),
     PatternRecogniser(
         "NATIONALID",
         "br.cpf",
-        re.compile(r"(?<![0-9.])\d{3}\.?\d{3}\.?\d{3}-?\d{2}(?![0-9])"),
+        re.compile(BEFORE + r"\d{3}\.?\d{3}\.?\d{3}-?\d{2}" + AFTER),
         lambda value: bool(cpf.is_valid(value)),
         context=("cpf",),
     ),
@@ -95,11 +108,11 @@ RECOGNISERS = (
         "NATIONALID",
         "fr.nir",
         re.compile(
-            r"(?<![0-9])[12] ?\d{2} ?(?:0[1-9]|1[0-2]|[2-9]\d) ?(?:\d{2}|2[AB]) ?\d{3} ?\d{3}"
-            r" ?\d{2}(?![0-9])"
+            BEFORE + r"[12] ?\d{2} ?(?:0[1-9]|1[0-2]|[2-9]\d) ?(?:\d{2}|2[AB]) ?\d{3} ?\d{3}"
+            r" ?\d{2}" + AFTER
         ),
         lambda value: bool(nir.is_valid(value)),
-        context=("sécurité sociale", "securite sociale", "nir", "insee"),
+        context=("sécurité sociale", "securite sociale", "nir", "insee", "n° ss"),
     ),
     PatternRecogniser(
         "NATIONALID",
@@ -123,5 +136,20 @@ RECOGNISERS = (
         ),
         lambda value: bool(codicefiscale.is_valid(value)),
         context=("codice fiscale",),
+    ),
+    PatternRecogniser(
+        "CARD",
+        "card",
+        re.compile(BEFORE + "(?:" + "|".join(_CARD_FORMS) + ")" + AFTER),
+        card_number,
+        context=CARD_WORDS,
+    ),
+    PatternRecogniser(  # 12 digits are as often an Aadhaar or an order: only named a card
+        "CARD",
+        "card.maestro",
+        re.compile(BEFORE + r"\d{4}([ -]?)\d{4}\1\d{4}" + AFTER),
+        card_number,
+        context=CARD_WORDS,
+        needs_context=True,
     ),
 )

@@ -11,9 +11,16 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from hybridinfer.privacy.recogniser import PatternRecogniser
+from hybridinfer.privacy.recogniser import PatternRecogniser, digits_of
 
 _SSN_CONTEXT = ("ssn", "social security", "soc sec", "soc. sec", "sozialversicherung")
+
+
+def _ssn(value: str) -> bool:
+    """The SSA's rules: area not 000, 666 or 9xx; group not 00; serial not 0000."""
+    digits = digits_of(value)
+    area, group, serial = digits[:3], digits[3:5], digits[5:]
+    return area not in ("000", "666") and area[0] != "9" and group != "00" and serial != "0000"
 
 
 def _ip(value: str) -> bool:
@@ -44,7 +51,7 @@ RECOGNISERS = (
         "SSN",
         "us.ssn",
         re.compile(r"(?<![0-9-])\d{3}[ .]?\d{2}[ .]?\d{4}(?![0-9-])"),
-        lambda _: False,
+        _ssn,
         context=_SSN_CONTEXT,
         needs_context=True,
     ),
