@@ -58,10 +58,16 @@ class NameFinder:
         found = [
             Finding(KINDS[r.entity_type], r.start, r.end, text[r.start : r.end], "ner")
             for r in results
-            if r.score >= MIN_SCORE and text[r.start : r.end].strip()
+            if r.score >= MIN_SCORE and _plausible(text[r.start : r.end])
         ]
         found.sort(key=lambda finding: finding.start)
         return found
+
+
+def _plausible(span: str) -> bool:
+    """Names and places hold letters, no digits and no ``@`` (the small model tags
+    "Barcode 49587159" as a person; the pattern detectors own numbers and addresses)."""
+    return any(c.isalpha() for c in span) and not any(c.isdigit() or c == "@" for c in span)
 
 
 def _analyzer() -> Any:
