@@ -28,6 +28,25 @@ def captured() -> Iterator[io.StringIO]:
     root.setLevel(level)
 
 
+@pytest.mark.parametrize("log_format", ["json", "text"])
+def test_warnings_and_exceptions_name_the_kind_of_a_personal_value(
+    captured: io.StringIO, log_format: str
+) -> None:
+    configure_logging("info", log_format, captured)  # type: ignore[arg-type]
+    log = logging.getLogger("hybridinfer.test")
+    log.warning("upstream said: bad input %s", "jane.doe@example.com")
+    try:
+        raise ValueError("cannot parse +44 20 7946 0958")
+    except ValueError:
+        log.exception("failed")
+    written = captured.getvalue()
+    assert "jane.doe@example.com" not in written
+    assert "7946 0958" not in written
+    assert "<EMAIL>" in written
+    assert "<PHONE>" in written
+    assert "ValueError" in written
+
+
 def test_json_lines_carry_request_and_trace_ids_extras_and_exceptions(
     captured: io.StringIO,
 ) -> None:

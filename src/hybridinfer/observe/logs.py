@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -19,6 +20,7 @@ from typing import Any, Literal, TextIO
 import orjson
 
 from hybridinfer.core.tracecontext import CURRENT, TraceContext, new_context
+from hybridinfer.privacy.scrub import scrub
 
 REQUEST_ID: ContextVar[str | None] = ContextVar("hybridinfer_request_id", default=None)
 """The id of the request being served (set by the gateway's request-id middleware)."""
@@ -63,6 +65,21 @@ class RequestContextFilter(logging.Filter):
         return True
 
 
+class ScrubFilter(logging.Filter):
+    """Warnings, errors and exceptions may quote what a request carried (an upstream's echo, a
+    value in an exception's message): their text passes through ``privacy.scrub`` first, so a
+    log line names the kind of a personal value, never the value. Info lines are the access
+    log and state changes, and are left as they are (scrubbing them would cost every request)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.WARNING or record.exc_info:
+            record.msg, record.args = scrub(record.getMessage()), None
+            if record.exc_info and not record.exc_text:
+                text = "".join(traceback.format_exception(*record.exc_info))
+                record.exc_text = scrub(text.rstrip("\n"))
+        return True
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message, request and trace ids, extras,
     and the exception (type, message, traceback) when there is one."""
@@ -82,7 +99,7 @@ class JsonFormatter(logging.Formatter):
             if name not in _STANDARD:
                 line[name] = value
         if record.exc_info:
-            line["exception"] = self.formatException(record.exc_info)
+            line["exception"] = record.exc_text or self.formatException(record.exc_info)
         return orjson.dumps(line, default=str).decode()
 
 
@@ -95,6 +112,7 @@ def configure_logging(
     """Send every logger (uvicorn's too) to one handler on ``stream`` (stderr by default)."""
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.addFilter(RequestContextFilter())
+    handler.addFilter(ScrubFilter())
     text = logging.Formatter(TEXT_FORMAT, defaults={"request_id": "-"})
     handler.setFormatter(JsonFormatter() if log_format == "json" else text)
     root = logging.getLogger()
