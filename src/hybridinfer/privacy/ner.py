@@ -10,6 +10,7 @@ for the text it pseudonymises. English only: names in other scripts are not clai
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 import threading
@@ -30,10 +31,6 @@ log = logging.getLogger(__name__)
 class NameFinder:
     """Finds person names and places; the model loads on first use, once per process."""
 
-    def __init__(self) -> None:
-        self._analyzer: Any = None
-        self._lock = threading.Lock()
-
     @staticmethod
     def available() -> bool:
         """Whether Presidio and the spaCy model package are installed."""
@@ -44,17 +41,11 @@ class NameFinder:
 
     def load(self) -> None:
         """Load the model now (seconds); ``find`` loads it on first use otherwise."""
-        self._analyzer_loaded()
-
-    def _analyzer_loaded(self) -> Any:
-        with self._lock:
-            if self._analyzer is None:
-                self._analyzer = _analyzer()
-            return self._analyzer
+        _loaded()
 
     def find(self, text: str) -> list[Finding]:
         """Person names and places in ``text``, in order."""
-        results = self._analyzer_loaded().analyze(text, language="en", entities=list(KINDS))
+        results = _loaded().analyze(text, language="en", entities=list(KINDS))
         found = [
             Finding(KINDS[r.entity_type], r.start, r.end, text[r.start : r.end], "ner")
             for r in results
@@ -70,8 +61,19 @@ def _plausible(span: str) -> bool:
     return any(c.isalpha() for c in span) and not any(c.isdigit() or c == "@" for c in span)
 
 
+_LOADING = threading.Lock()
+
+
+def _loaded() -> Any:
+    with _LOADING:  # one load even when several finders start at once
+        return _analyzer()
+
+
+@functools.cache
 def _analyzer() -> Any:
-    """Presidio's engine with the spaCy recogniser alone, offline."""
+    """Presidio's engine with the spaCy recogniser alone, offline; loaded once per process
+    (seconds, ~100 MB): every finder of the process shares it, as spaCy's pipelines are
+    read-only once loaded."""
     try:
         from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
         from presidio_analyzer.nlp_engine import NlpEngineProvider
