@@ -67,4 +67,5 @@ def test_describe_lists_each_subtasks_labels_and_copies_the_outputs() -> None:
         "soft": False,
         "latency_sensitive": True,
         "stays_local": False,
+        "difficulty": None,
     }

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from hybridinfer.errors import InvalidInput
-from hybridinfer.models.embedder import Embedder
-from hybridinfer.steps.summaries import ExtractiveSummarizer, LazyEmbedder, split_sentences
+from hybridinfer.models.embedder import Embedder, LazyEmbedder
+from hybridinfer.steps.summaries import ExtractiveSummarizer, split_sentences
 
 
 @pytest.fixture(scope="module")

@@ -123,6 +123,7 @@ def evaluate(
 @_MODELS_DIR
 def train(data_dir: Path, out: Path, folds: int, cache_dir: Path | None, models_dir: Path) -> None:
     """Train the router from DATA_DIR only, choosing its recipe by subject-held-out APGR."""
+    from hybridinfer.routertraining.calibration import calibration
     from hybridinfer.routertraining.training import train_router
 
     def progress(message: str) -> None:
@@ -138,6 +139,44 @@ def train(data_dir: Path, out: Path, folds: int, cache_dir: Path | None, models_
         learned = train_router(table, outcomes, folds=folds, progress=progress)
         learned.embedder = {"name": embedder.name, "sha256": embedder.sha256}
         learned.card["training_data"]["source"] = data_dir.name
+        learned.card["calibration"] = calibration(learned, table, outcomes.prompts)
         learned.save(out)
     summary = {"artifact": str(out), **learned.card["recipe"], **learned.card["metrics"]}
     click.echo(orjson.dumps(summary, option=orjson.OPT_INDENT_2).decode())
+
+
+@router.command("calibrate")
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=default_data_dir,
+    envvar="HYBRIDINFER_ROUTER_DATA_DIR",
+    show_default="../shared/data/routellm-mmlu beside the repository",
+    help="RouteLLM MMLU folder: responses/*.csv and contaminated_prompts.jsonl.",
+)
+@click.option(
+    "--artifact",
+    required=True,
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="The router artifact (JSON) whose card gets the calibration.",
+)
+@click.option("--sample", default=3000, show_default=True, type=click.IntRange(100, 100_000))
+@click.option("--seed", default=0, show_default=True, type=int)
+@_MODELS_DIR
+def calibrate(data_dir: Path, artifact: Path, sample: int, seed: int, models_dir: Path) -> None:
+    """Store the quantiles serving reads scores against (a sample of DATA_DIR's prompts)."""
+    import numpy as np
+
+    from hybridinfer.routertraining.calibration import calibration
+
+    with cli_errors():
+        outcomes = load_outcomes_dir(data_dir)
+        rows = np.random.default_rng(seed).permutation(len(outcomes))[:sample]
+        prompts = [outcomes.prompts[int(row)] for row in sorted(rows)]
+        learned = LearnedRouter.load(artifact)
+        embedder = open_embedder(models_dir, learned.embedder)
+        click.echo(f"scoring {len(prompts)} prompts with {embedder.name}", err=True)
+        table = FeatureTable.compute(prompts, embedder)
+        learned.card["calibration"] = calibration(learned, table, prompts)
+        learned.save(artifact)
+    click.echo(orjson.dumps({"artifact": str(artifact), "prompts": len(prompts)}).decode())

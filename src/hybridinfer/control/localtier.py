@@ -17,13 +17,15 @@ from hybridinfer.core.topology import Node, Tier, Zone
 from hybridinfer.decompose.names import NameCheck
 from hybridinfer.errors import ConfigError
 from hybridinfer.models.catalog import deployment_info, find_model
-from hybridinfer.models.embedder import Embedder
+from hybridinfer.models.embedder import Embedder, LazyEmbedder
 from hybridinfer.privacy.ner import NameFinder
 from hybridinfer.privacy.pseudonym import redact_step, restore_step
+from hybridinfer.route.difficulty import DifficultyScorer
+from hybridinfer.route.learned import LearnedRouter, bundled_router_path
 from hybridinfer.settings import Settings
 from hybridinfer.signals.registry import deployment_from_info
 from hybridinfer.steps.retrieval import KnowledgeBase, default_knowledge_path, load_passages
-from hybridinfer.steps.summaries import ExtractiveSummarizer, LazyEmbedder
+from hybridinfer.steps.summaries import ExtractiveSummarizer
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +72,7 @@ def names_check(settings: Settings, finder: NameFinder | None) -> NameCheck | No
 
 
 def inprocess_steps(
-    settings: Settings, finder: NameFinder | None = None
+    finder: NameFinder | None = None, embedder: LazyEmbedder | None = None
 ) -> tuple[Node, InProcessBackend]:
     """Node ``local-steps`` with one deployment per step, and the backend that runs them."""
     node = Node(
@@ -80,7 +82,7 @@ def inprocess_steps(
         url=f"inproc://{INPROCESS_NODE_ID}",
         protocol=InProcessBackend.protocol,
     )
-    operations = [*_privacy_steps(finder), *_embedding_steps(settings)]
+    operations = [*_privacy_steps(finder), *_embedding_steps(embedder)]
     node.deployments = [operation.deployment(node.id) for operation in operations]
     return node, InProcessBackend(operations)
 
@@ -97,16 +99,29 @@ def _privacy_steps(finder: NameFinder | None) -> list[LocalOperation]:
     ]
 
 
-def _embedding_steps(settings: Settings) -> list[LocalOperation]:
-    """Summaries and retrieval on MiniLM embeddings (loaded on first use); none when the
-    model is not built."""
+def shared_embedder(settings: Settings) -> LazyEmbedder | None:
+    """The MiniLM embedder the local steps and the difficulty scorer share (loaded on first
+    use); None when the model is not built."""
     try:
         model_path, _ = find_model(settings.resolved_models_dir, EMBEDDING_MODEL)
     except ConfigError:
-        log.info("%s is not built: no local summaries or retrieval", EMBEDDING_MODEL)
-        return []
+        log.info("%s is not built: no local summaries, retrieval or difficulty", EMBEDDING_MODEL)
+        return None
     threads = settings.inference_threads
-    embedder = LazyEmbedder(lambda: Embedder(model_path.parent, threads=threads))
+    return LazyEmbedder(lambda: Embedder(model_path.parent, threads=threads))
+
+
+def difficulty_scorer(embedder: LazyEmbedder | None) -> DifficultyScorer | None:
+    """The bundled learned router on the shared embedder; None without the embedder."""
+    if embedder is None:
+        return None
+    return DifficultyScorer(LearnedRouter.load(bundled_router_path()), embedder.get)
+
+
+def _embedding_steps(embedder: LazyEmbedder | None) -> list[LocalOperation]:
+    """Summaries and retrieval on MiniLM embeddings; none when the model is not built."""
+    if embedder is None:
+        return []
     summarizer = ExtractiveSummarizer(embedder)
     knowledge = KnowledgeBase(load_passages(default_knowledge_path()), embedder)
     return [

@@ -24,10 +24,12 @@ from hybridinfer.control.keys import KeyRing, generate_key
 from hybridinfer.control.lifecycle import Lifecycle, Part
 from hybridinfer.control.localtier import (
     LOCAL_NODE_ID,
+    difficulty_scorer,
     inprocess_steps,
     local_models,
     name_finder,
     names_check,
+    shared_embedder,
 )
 from hybridinfer.control.metrics import MetricsService
 from hybridinfer.control.nodes import NodeService
@@ -162,9 +164,10 @@ class ControlPlane:
         """The local tier, one backend per protocol, the prober, the executor, the pipeline."""
         settings = self.settings
         self.local_node, local_backend = local_models(settings)
-        finder = name_finder(settings)
-        self.steps_node, steps_backend = inprocess_steps(settings, finder)
+        finder, embedder = name_finder(settings), shared_embedder(settings)
+        self.steps_node, steps_backend = inprocess_steps(finder, embedder)
         self.names = names_check(settings, finder)
+        self.difficulty = difficulty_scorer(embedder)
         tls = node_client_context(settings)
         self.openai = OpenAIBackend(tls=tls)
         self.backends: dict[str, Backend] = {
@@ -206,6 +209,7 @@ class ControlPlane:
             settings.request_timeout_ms,
             streamer=streamer,
             names=self.names,
+            difficulty=self.difficulty,
         )
 
     def _build_jobs(self) -> None:
@@ -293,7 +297,7 @@ class ControlPlane:
             Part("policies", start=self.policies.start, stop=self.policies.stop),
             Part("rollouts", start=self.rollouts.start, stop=self.rollouts.stop),
             Part("local cpu", start=self.local_cpu.start, stop=self.local_cpu.stop),
-            Part("name check", start=self._warm_names, stop=self._close_names),
+            Part("name and difficulty models", start=self._warm_names, stop=self._close_names),
             Part("prober", start=self.prober.start, stop=self.prober.stop),
             Part("queue", start=self.queue.connect, stop=self.queue.close),
             Part("job workers", start=self.worker.start, stop=self.worker.stop),
@@ -344,6 +348,8 @@ class ControlPlane:
     async def _close_names(self) -> None:
         if self.names is not None:
             self.names.close()
+        if self.difficulty is not None:
+            self.difficulty.close()
 
     def _budget_policy(self) -> BudgetPolicy:
         """The active policy's budget (read per call: the policy changes while running)."""

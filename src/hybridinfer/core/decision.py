@@ -33,6 +33,38 @@ class Candidate:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A subtask's difficulty against its policy's threshold, and what that asks for."""
+
+    difficulty: float
+    threshold: float
+    target_cloud_share: float
+    calibration: str
+    signals: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def action(self) -> str:
+        return "cloud" if self.difficulty >= self.threshold else "local"
+
+    def sentence(self) -> str:
+        sign = "≥" if self.action == "cloud" else "<"
+        return (
+            f"difficulty {self.difficulty:.2f} {sign} {self.threshold:.2f} (target cloud share "
+            f"{self.target_cloud_share:.0%}, calibrated on {self.calibration}) → {self.action}"
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "difficulty": round(self.difficulty, 4),
+            "threshold": round(self.threshold, 4),
+            "target_cloud_share": self.target_cloud_share,
+            "calibration": self.calibration,
+            "signals": dict(self.signals),
+            "action": self.action,
+        }
+
+
 @dataclass(slots=True)
 class Cascade:
     """Run the chosen deployment first; escalate when its confidence is below the threshold."""
@@ -53,6 +85,10 @@ class Decision:
     policy_version: str
     cascade: Cascade | None = None
     rules: list[str] = field(default_factory=list)
+    verdict: Verdict | None = None
+    """The prompt's difficulty and what it asked for, when it was scored."""
+    router_note: str = ""
+    """Why no difficulty was used when one was asked for (a timeout, no model)."""
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -70,4 +106,6 @@ class Decision:
             "reason": self.reason,
             "policy_version": self.policy_version,
             "rules": list(self.rules),
+            "difficulty": None if self.verdict is None else self.verdict.describe(),
+            "router_note": self.router_note or None,
         }

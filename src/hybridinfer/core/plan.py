@@ -54,6 +54,8 @@ class Subtask:
     """The next deployment of its chain may be raced against the first (``execute/hedge.py``)."""
     raw_inputs: frozenset[str] = frozenset()
     """The request inputs whose raw values it sees (directly or through earlier steps)."""
+    difficulty: float | None = None
+    """How hard its prompt is, 0..1 (``route/difficulty.py``); None when not scored."""
 
     def labels(self) -> dict[str, Any]:
         """The labels a trace shows for this subtask."""
@@ -68,6 +70,7 @@ class Subtask:
             "soft": self.soft,
             "latency_sensitive": self.latency_sensitive,
             "stays_local": self.stays_local,
+            "difficulty": None if self.difficulty is None else round(self.difficulty, 4),
         }
 
 

@@ -7,6 +7,8 @@ Reads a model folder written by ``hybridinfer.modelzoo.minilm.build_minilm``
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -91,3 +93,19 @@ class Embedder:
     def count_tokens(self, texts: list[str]) -> list[int]:
         """Token counts after truncation, as the model sees them."""
         return [len(encoding.ids) for encoding in self._tokenizer.encode_batch(list(texts))]
+
+
+class LazyEmbedder:
+    """Loads the embedding model on first use (a gateway that never summarises never pays)."""
+
+    def __init__(self, load: Callable[[], Embedder]) -> None:
+        self._load = load
+        self._embedder: Embedder | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> Embedder:
+        """The loaded embedder."""
+        with self._lock:
+            if self._embedder is None:
+                self._embedder = self._load()
+            return self._embedder

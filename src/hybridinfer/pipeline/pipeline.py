@@ -24,6 +24,7 @@ from hybridinfer.execute.streaming import StreamExecutor, TokenStream
 from hybridinfer.pipeline.aggregate import aggregate, summarise
 from hybridinfer.policy.document import PrivacyPolicy
 from hybridinfer.privacy.scrub import scrub
+from hybridinfer.route.difficulty import DifficultyScorer, decide_reading_difficulty
 from hybridinfer.route.pin import pin
 from hybridinfer.route.router import RouteContext, RouteOptions, Router
 from hybridinfer.store.tracesink import TraceSink
@@ -46,6 +47,7 @@ class Pipeline:
         request_timeout_ms: int,
         streamer: StreamExecutor | None = None,
         names: NameCheck | None = None,
+        difficulty: DifficultyScorer | None = None,
     ) -> None:
         """``names``: the name finder the privacy gate reads inputs with before a public call
         (None: no model; the policy's ``on_detector_failure`` decides what that means)."""
@@ -56,6 +58,7 @@ class Pipeline:
         self._request_timeout_ms = request_timeout_ms
         self._streamer = streamer
         self._names = names
+        self._difficulty = difficulty
 
     async def infer(self, request: InferRequest, trace: Trace) -> dict[str, Any]:
         """The ``/v1/infer`` response body; raises HybridInferError (and records the trace)."""
@@ -80,7 +83,7 @@ class Pipeline:
                 if auto is not None:
                     trace.plan["auto"] = {"task": auto.task, "reason": auto.reason}
             with trace.stage("route"):
-                decisions, unplaced = self._route(plan, request, trace, context)
+                decisions, unplaced = await self._route(plan, request, trace, context)
             with trace.stage("execute"):
                 gate = PrivacyGate(plan, request.inputs, self._names, privacy)
                 results = await self._executor.run(
@@ -120,7 +123,7 @@ class Pipeline:
             fail_closed=privacy.on_detector_failure == "sensitive",
         )
 
-    def _route(
+    async def _route(
         self, plan: Plan, request: InferRequest, trace: Trace, context: RouteContext
     ) -> tuple[dict[str, Decision], dict[str, HybridInferError]]:
         """A decision per subtask. A soft subtask nothing can serve is left unplaced (the
@@ -135,8 +138,12 @@ class Pipeline:
         unplaced: dict[str, HybridInferError] = {}
         for subtask in plan.subtasks:
             try:
-                decision = self._router.decide(
-                    subtask, local_context if subtask.stays_local else context
+                decision = await decide_reading_difficulty(
+                    self._router,
+                    self._difficulty,
+                    subtask,
+                    local_context if subtask.stays_local else context,
+                    request.inputs,
                 )
             except HybridInferError as error:
                 if not subtask.soft:
@@ -182,7 +189,10 @@ class Pipeline:
                     raise InvalidRequest(f"task {request.task!r} has several steps; cannot stream")
             subtask = plan.subtasks[0]
             with trace.stage("route"):
-                decision = pin(self._router.decide(subtask, context), options.model)
+                decided = await decide_reading_difficulty(
+                    self._router, self._difficulty, subtask, context, request.inputs
+                )
+                decision = pin(decided, options.model)
                 trace.decisions = [decision.describe()]
             with trace.stage("execute"):
                 gate = PrivacyGate(plan, request.inputs, self._names, privacy)

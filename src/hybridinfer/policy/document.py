@@ -156,6 +156,45 @@ class PrivacyPolicy(_Strict):
         return self
 
 
+Signal = Literal["learned", "words"]
+
+
+def _equal_weights() -> dict[Signal, float]:
+    return {"learned": 0.5, "words": 0.5}
+
+
+class DifficultyKnob(_Strict):
+    """Where prompts of one capability go by their difficulty: the share of them that should
+    reach the strong (cloud) tier. Turned into a difficulty threshold from the calibration."""
+
+    target_cloud_share: float = Field(ge=0.0, le=1.0)
+
+
+class RouterPolicy(_Strict):
+    """The prompt's difficulty as a routing signal (``subtask.difficulty`` in conditions).
+
+    A subtask of a listed capability is scored only when candidates on more than one tier
+    survive the filters; no rule matched → difficulty at or above the threshold prefers the
+    cloud tier, below it the local one. ``enabled: false`` gives the decisions of a policy
+    without it.
+    """
+
+    enabled: bool = True
+    capabilities: dict[str, DifficultyKnob] = Field(
+        default_factory=lambda: {"chat": DifficultyKnob(target_cloud_share=0.3)}
+    )
+    weights: dict[Signal, float] = Field(
+        default_factory=_equal_weights,
+        description="how the signals' ranks combine into the difficulty",
+    )
+    timeout_ms: float = Field(50.0, gt=0.0, le=10_000.0)
+    calibration: Literal["live", "reference"] = Field(
+        "live",
+        description="rank scores among this replica's recent prompts of the capability "
+        "(live, once 200 are seen) or among the router's training prompts (reference)",
+    )
+
+
 class Policy(_Strict):
     """One version of the routing policy."""
 
@@ -172,6 +211,7 @@ class Policy(_Strict):
         default_factory=list, description="Model versions rolled out to a share of traffic."
     )
     privacy: PrivacyPolicy = Field(default_factory=PrivacyPolicy)
+    router: RouterPolicy = Field(default_factory=RouterPolicy)
 
     def weights(self, prefer: Prefer) -> Weights:
         return self.prefer.get(prefer) or Weights()
@@ -209,6 +249,7 @@ SAMPLE_SIGNALS = {
         "privacy": "internal",
         "size": 10,
         "complexity": 0.5,
+        "difficulty": 0.5,
         "priority": 0,
         "latency_sensitive": False,
     },

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hybridinfer.core.decision import Verdict
 from hybridinfer.core.plan import Subtask
 from hybridinfer.core.schemas import Prefer
 from hybridinfer.core.topology import Deployment, Node, NodeStatus
@@ -49,6 +50,8 @@ class RouteContext:
     """The policy version deciding this request (the canary's, for its share of traffic)."""
     routing_key: str = ""
     """What the canary and model-rollout splits hash: the same key, the same side."""
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+    """Subtask id → its difficulty against the policy's threshold (``route/difficulty.py``)."""
 
     def activation(
         self, subtask: Subtask, nodes: Iterable[Node], signals: Signals
@@ -69,6 +72,7 @@ class RouteContext:
                 "privacy": subtask.privacy.value,
                 "size": subtask.size,
                 "complexity": subtask.complexity,
+                "difficulty": -1.0 if subtask.difficulty is None else subtask.difficulty,
                 "priority": subtask.priority,
                 "latency_sensitive": subtask.latency_sensitive
                 or self.options.max_latency_ms is not None,

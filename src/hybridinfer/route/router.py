@@ -18,6 +18,7 @@ from hybridinfer.errors import (
 from hybridinfer.policy.document import CompiledPolicy, CompiledRule, ModelRollout, Weights
 from hybridinfer.policy.expressions import Prepared
 from hybridinfer.route.context import RouteContext, RouteOptions
+from hybridinfer.route.reasons import explain
 from hybridinfer.route.rolloutsplit import keep_side
 from hybridinfer.signals.breaker import Breakers
 from hybridinfer.signals.budget import Ledger, MemoryLedger
@@ -77,10 +78,6 @@ def _score(candidates: list[Candidate], weights: Weights) -> None:
             + weights.cost * cost[index]
             + weights.quality * quality[index]
         )
-
-
-def _where(candidate: Candidate) -> str:
-    return f"{candidate.deployment.model} on {candidate.node.id} ({candidate.node.tier.value})"
 
 
 def _tie_break(candidate: Candidate) -> tuple[float, float]:
@@ -167,29 +164,35 @@ class Router:
         survivors = self._apply_budget(survivors, context, policy)
         survivors = self._apply_slo(survivors, options)
         _score(survivors, policy.policy.weights(options.prefer))
+        verdict = context.verdicts.get(subtask.id) if options.route == "auto" else None
+        action: str | None = rule.rule.action if rule is not None else None
+        if action is None and verdict is not None:
+            action = verdict.action  # no rule placed it: the prompt's difficulty does
         # Ties break towards the faster, then the cheaper candidate: never on registry order.
-        if rule is None:
-            ranked = sorted(survivors, key=lambda c: (-(c.score or 0.0), *_tie_break(c)))
-        else:
-            action = rule.rule.action
-            ranked = sorted(
-                survivors,
-                key=lambda c: (not _prefers(action, c), -(c.score or 0.0), *_tie_break(c)),
-            )
+        ranked = sorted(
+            survivors,
+            key=lambda c: (
+                action is not None and not _prefers(action, c),
+                -(c.score or 0.0),
+                *_tie_break(c),
+            ),
+        )
         cascade = self._cascade(subtask, options, policy, rule, ranked)
         if cascade is not None:
             first = min(ranked, key=lambda c: (c.deployment.cost_per_call, c.expected_latency_ms))
             ranked = [first] + [c for c in ranked if c is not first]
         chosen, fallbacks = ranked[0], ranked[1:]
+        reason = explain(subtask, options, ranked, candidates, cascade, rule, verdict)
         return Decision(
             subtask_id=subtask.id,
             chosen=chosen,
             fallbacks=fallbacks,
             candidates=candidates,
-            reason=self._reason(subtask, options, chosen, fallbacks, candidates, cascade, rule),
+            reason=reason,
             policy_version=policy.version,
             cascade=cascade,
             rules=[rule.rule.name] if rule is not None else [],
+            verdict=verdict if rule is None else None,
         )
 
     def _options_for(
@@ -294,7 +297,13 @@ class Router:
         ranked: list[Candidate],
     ) -> Cascade | None:
         threshold = policy.thresholds.get(subtask.task or subtask.capability)
-        if threshold is None or options.route != "auto" or options.prefer != "balanced":
+        if threshold is None or options.route != "auto":
+            return None
+        if options.prefer == "quality":  # only when a rule put a weaker deployment first:
+            best = max(c.deployment.quality for c in ranked)  # never below balanced's answer
+            if rule is None or ranked[0].deployment.quality >= best:
+                return None
+        elif options.prefer != "balanced":
             return None
         if rule is not None and (rule.rule.cascade is False or rule.rule.action == "cloud"):
             return None
@@ -327,42 +336,6 @@ class Router:
             f"no deployment can serve {wanted} now ({'; '.join(reasons)})",
             retry_after_s=RETRY_AFTER_S if passing else None,
         )
-
-    @staticmethod
-    def _reason(
-        subtask: Subtask,
-        options: RouteOptions,
-        chosen: Candidate,
-        fallbacks: list[Candidate],
-        candidates: list[Candidate],
-        cascade: Cascade | None,
-        rule: CompiledRule | None,
-    ) -> str:
-        if cascade is not None:
-            head = (
-                f"Cascade: {_where(chosen)} runs first as the cheapest and fastest; "
-                f"escalate to {_where(cascade.escalate_to[0])} "
-                f"when its confidence is below {cascade.threshold:.3g}"
-            )
-        elif options.route != "auto":
-            head = f"Forced to the {options.route} tier by options.route: {_where(chosen)}"
-        else:
-            head = (
-                f"{_where(chosen)} scores best for prefer={options.prefer} "
-                f"(~{chosen.expected_latency_ms:.1f} ms, cost {chosen.deployment.cost_per_call:g}, "
-                f"quality {chosen.deployment.quality:.3f})"
-            )
-        if rule is not None:
-            head = f"Rule {rule.rule.name!r} ({rule.rule.when}) → {rule.rule.action}. {head}"
-        rejected: dict[str, int] = {}
-        for candidate in candidates:
-            if candidate.rejected_by is not None:
-                rejected[candidate.rejected_by] = rejected.get(candidate.rejected_by, 0) + 1
-        tail = [f"{len(fallbacks)} fallback(s)"]
-        tail += [f"{count} rejected by {name}" for name, count in sorted(rejected.items())]
-        if subtask.privacy is Privacy.SENSITIVE:
-            tail.append("sensitive data kept in the private zone")
-        return f"{head}; {', '.join(tail)}."
 
 
 __all__ = ["BudgetExhausted", "PolicyDenied", "RouteContext", "RouteOptions", "Router"]

@@ -14,7 +14,7 @@ import numpy.typing as npt
 import yaml
 
 from hybridinfer.errors import ConfigError, InvalidInput
-from hybridinfer.steps.summaries import LazyEmbedder
+from hybridinfer.models.embedder import LazyEmbedder
 
 
 def default_knowledge_path() -> Path:

@@ -5,14 +5,13 @@ untouched because whole sentences are copied."""
 from __future__ import annotations
 
 import re
-import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from hybridinfer.errors import InvalidInput
-from hybridinfer.models.embedder import Embedder
+from hybridinfer.models.embedder import LazyEmbedder
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -20,22 +19,6 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 def split_sentences(text: str) -> list[str]:
     """Sentences of ``text`` (split after ``.``, ``!`` or ``?`` followed by space)."""
     return [sentence.strip() for sentence in _SENTENCE_END.split(text) if sentence.strip()]
-
-
-class LazyEmbedder:
-    """Loads the embedding model on first use (a gateway that never summarises never pays)."""
-
-    def __init__(self, load: Callable[[], Embedder]) -> None:
-        self._load = load
-        self._embedder: Embedder | None = None
-        self._lock = threading.Lock()
-
-    def get(self) -> Embedder:
-        """The loaded embedder."""
-        with self._lock:
-            if self._embedder is None:
-                self._embedder = self._load()
-            return self._embedder
 
 
 class ExtractiveSummarizer:

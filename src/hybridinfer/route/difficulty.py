@@ -1,0 +1,207 @@
+"""How hard a subtask's prompt is, 0..1: a routing signal read by policy conditions
+(``subtask.difficulty``) and by the router's difficulty knob.
+
+Two signals: the learned router's expected quality gain of the strong model
+(``route/learned.py``, MiniLM + text statistics) and the prompt's length in words. Each is
+ranked among a reference — this replica's recent prompts of the same capability once
+``LIVE_MIN`` are seen (policy ``router.calibration: live``), else the router's training prompts
+(the quantiles in its card) — and the difficulty is the weighted mean of the ranks. A policy's
+``target_cloud_share`` becomes the difficulty at that quantile of the recent difficulties
+(``1 - share`` until enough are seen).
+
+Scoring runs on a thread of its own, bounded by the policy's ``router.timeout_ms``, and is
+cached by the prompt's content; a failure or a timeout leaves the difficulty unset and the
+decision is taken without it (the trace says so).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import concurrent.futures
+import hashlib
+from collections import OrderedDict, deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hybridinfer.core.chat import content_text
+from hybridinfer.core.decision import Decision, Verdict
+from hybridinfer.core.plan import Subtask
+from hybridinfer.decompose.rules import split_reference
+from hybridinfer.models.embedder import Embedder
+from hybridinfer.policy.document import RouterPolicy
+from hybridinfer.route.context import RouteContext
+from hybridinfer.route.learned import LearnedRouter
+from hybridinfer.route.router import Router
+
+LIVE_MIN = 200
+"""Recent prompts a live rank needs before it replaces the reference."""
+LIVE_WINDOW = 2000
+CACHE_SIZE = 4096
+MAX_WORDS = 200
+"""Longer prompts are scored on their first words (MiniLM's cost grows with the text)."""
+
+
+def prompt_of(subtask: Subtask, request_inputs: Mapping[str, Any]) -> str | None:
+    """The text a subtask's difficulty is read from: a chat's last user message, else its
+    first text input."""
+    for reference in subtask.inputs.values():
+        if not isinstance(reference, str) or not reference.startswith("$"):
+            continue
+        source, name = split_reference(reference)
+        value = request_inputs.get(name) if source == "inputs" else None
+        if isinstance(value, str) and value.strip():
+            return value
+        if isinstance(value, list) and value and all(isinstance(m, dict) for m in value):
+            users = [m for m in value if m.get("role") == "user"]
+            text = content_text(users[-1].get("content")) if users else ""
+            if text.strip():
+                return text
+    return None
+
+
+class Ranks:
+    """A sliding window of recent values, and a value's rank among them (0..1)."""
+
+    def __init__(self, size: int = LIVE_WINDOW) -> None:
+        self._order: deque[float] = deque()
+        self._sorted: list[float] = []
+        self._size = size
+
+    def __len__(self) -> int:
+        return len(self._sorted)
+
+    def add(self, value: float) -> None:
+        self._order.append(value)
+        bisect.insort(self._sorted, value)
+        if len(self._order) > self._size:
+            self._sorted.pop(bisect.bisect_left(self._sorted, self._order.popleft()))
+
+    def rank(self, value: float) -> float:
+        return bisect.bisect_right(self._sorted, value) / max(1, len(self._sorted))
+
+    def quantile(self, share: float) -> float:
+        index = min(len(self._sorted) - 1, max(0, int(share * len(self._sorted))))
+        return self._sorted[index]
+
+
+@dataclass(frozen=True, slots=True)
+class Difficulty:
+    """One prompt's difficulty, with what it was read against (for the trace)."""
+
+    value: float
+    signals: dict[str, float]
+    calibration: str
+
+
+class DifficultyScorer:
+    """Scores prompts; one per process, shared by every request."""
+
+    def __init__(self, router: LearnedRouter, embedder: Callable[[], Embedder]) -> None:
+        calibration = router.card.get("calibration") or {}
+        self._reference = {
+            name: np.asarray(calibration[name], dtype=np.float64)
+            for name in ("learned", "words")
+            if name in calibration
+        }
+        self._router = router
+        self._embedder = embedder
+        self._thread = concurrent.futures.ThreadPoolExecutor(1, "hybridinfer-difficulty")
+        self._cache: OrderedDict[str, dict[str, float]] = OrderedDict()
+        self._live: dict[tuple[str, str], Ranks] = {}
+
+    def signals(self, text: str) -> dict[str, float]:
+        """The raw signals of ``text`` (blocking: embeds), cached by content."""
+        key = hashlib.sha256(text.encode()).hexdigest()
+        found = self._cache.get(key)
+        if found is not None:
+            self._cache.move_to_end(key)
+            return found
+        words = text.split()
+        shortened = " ".join(words[:MAX_WORDS])
+        learned = float(self._router.score([shortened], self._embedder())[0])
+        found = self._cache[key] = {"learned": learned, "words": float(len(words))}
+        if len(self._cache) > CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return found
+
+    async def score(self, capability: str, text: str, policy: RouterPolicy) -> Difficulty:
+        """The difficulty of ``text``; raises TimeoutError past the policy's bound and any
+        error of the model (the caller decides without it)."""
+        loop = asyncio.get_running_loop()
+        raw = await asyncio.wait_for(
+            loop.run_in_executor(self._thread, self.signals, text), policy.timeout_ms / 1000.0
+        )
+        ranks, source = {}, "reference"
+        live_ranked = False
+        for name, weight in policy.weights.items():
+            if weight <= 0:
+                continue
+            live = self._live.setdefault((capability, name), Ranks())
+            if policy.calibration == "live" and len(live) >= LIVE_MIN:
+                ranks[name], source = live.rank(raw[name]), f"live ({len(live)} prompts)"
+                live_ranked = True
+            else:
+                ranks[name] = self._reference_rank(name, raw[name])
+            live.add(raw[name])
+        total = sum(policy.weights[name] for name in ranks) or 1.0
+        value = sum(policy.weights[name] * rank for name, rank in ranks.items()) / total
+        # Difficulties read against the reference and against live ranks are not alike:
+        # the knob's threshold is taken among live-ranked ones only.
+        if live_ranked:
+            self._live.setdefault((capability, "difficulty"), Ranks()).add(value)
+        return Difficulty(value, {k: round(v, 4) for k, v in raw.items()}, source)
+
+    def threshold(self, capability: str, share: float, policy: RouterPolicy) -> tuple[float, str]:
+        """The difficulty at which ``share`` of the capability's prompts go to the cloud."""
+        recent = self._live.get((capability, "difficulty"))
+        if policy.calibration == "live" and recent is not None and len(recent) >= LIVE_MIN:
+            return recent.quantile(1.0 - share), f"live ({len(recent)} prompts)"
+        return 1.0 - share, "reference"
+
+    def _reference_rank(self, name: str, value: float) -> float:
+        table = self._reference.get(name)
+        if table is None:
+            return 0.5
+        return float(np.searchsorted(table, value, side="right")) / len(table)
+
+    def close(self) -> None:
+        self._thread.shutdown(wait=False, cancel_futures=True)
+
+
+async def decide_reading_difficulty(
+    router: Router,
+    scorer: DifficultyScorer | None,
+    subtask: Subtask,
+    context: RouteContext,
+    request_inputs: Mapping[str, Any],
+) -> Decision:
+    """The router's decision, with the prompt's difficulty read first where it can matter: a
+    capability the policy's ``router`` section lists, routing left to the router, and
+    candidates on more than one tier surviving the filters (else nothing is scored)."""
+    decision = router.decide(subtask, context)
+    settings = context.policy.policy.router if context.policy is not None else None
+    if settings is None or not settings.enabled or context.options.route != "auto":
+        return decision
+    knob = settings.capabilities.get(subtask.capability)
+    tiers = {c.node.tier for c in decision.candidates if c.rejected_by is None}
+    text = prompt_of(subtask, request_inputs) if knob is not None and len(tiers) > 1 else None
+    if knob is None or text is None:
+        return decision
+    if scorer is None:
+        decision.router_note = "difficulty not read: no scorer (minilm-l6 is not built)"
+        return decision
+    try:
+        difficulty = await scorer.score(subtask.capability, text, settings)
+    except Exception as error:  # a slow or broken scorer never fails the request
+        decision.router_note = f"difficulty not read ({type(error).__name__}): decided without it"
+        return decision
+    threshold, source = scorer.threshold(subtask.capability, knob.target_cloud_share, settings)
+    subtask.difficulty = difficulty.value
+    context.verdicts[subtask.id] = Verdict(
+        difficulty.value, threshold, knob.target_cloud_share, source, difficulty.signals
+    )
+    return router.decide(subtask, context)

@@ -1,0 +1,188 @@
+"""The prompt's difficulty as a routing signal: ranks, calibration, the knob, and decisions
+that read it only where it can matter."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+
+from hybridinfer.core.plan import Subtask
+from hybridinfer.core.topology import Deployment, Tier, Zone
+from hybridinfer.policy.document import RouterPolicy, compile_policy
+from hybridinfer.route.context import RouteOptions
+from hybridinfer.route.difficulty import (
+    LIVE_MIN,
+    DifficultyScorer,
+    Ranks,
+    decide_reading_difficulty,
+    prompt_of,
+)
+from hybridinfer.route.learned import LearnedRouter
+from hybridinfer.route.router import Router
+from hybridinfer.signals.ewma import Signals
+from hybridinfer.signals.registry import NodeRegistry
+from tests.fakes import node
+
+POLICY = "version: plain-1\nrouter:\n  calibration: reference\n"
+
+
+class FakeRouter(LearnedRouter):
+    """Scores a prompt by how many times it says 'prove' (the embedder is not called)."""
+
+    def __init__(self, delay_s: float = 0.0) -> None:
+        super().__init__(features=("text",), heads=[], card={"calibration": CALIBRATION})
+        self.delay_s = delay_s
+        self.calls = 0
+
+    def score(self, prompts: list[str], embedder: Any) -> np.ndarray:  # type: ignore[override]
+        self.calls += 1
+        time.sleep(self.delay_s)
+        return np.asarray([p.lower().count("prove") / 2.0 for p in prompts])
+
+
+CALIBRATION = {"learned": list(np.linspace(0.0, 1.0, 101)), "words": list(np.linspace(0, 100, 101))}
+
+
+def chat_llm(node_id: str, tier: Tier, zone: Zone, quality: float) -> Deployment:
+    return Deployment(
+        node_id=node_id,
+        model=f"{node_id}-llm",
+        version="1",
+        capability="chat",
+        task=None,
+        quality=quality,
+        latency_ms=30.0,
+        cost_per_call=0.0 if tier is Tier.LOCAL else 0.001,
+        max_input=100_000,
+    )
+
+
+def router(policy: str = POLICY) -> Router:
+    registry = NodeRegistry(heartbeat_interval_s=10.0)
+    for node_id, tier, zone, quality in (
+        ("local", Tier.LOCAL, Zone.PRIVATE, 0.3),
+        ("cloud", Tier.CLOUD, Zone.PUBLIC, 0.35),
+    ):
+        served = node(node_id, tier, zone, chat_llm(node_id, tier, zone, quality))
+        served.protocol = "openai"
+        registry.add(served)
+    compiled = compile_policy(policy)
+    return Router(registry, Signals(), lambda: compiled)
+
+
+def chat(text: str) -> tuple[Subtask, dict[str, Any]]:
+    subtask = Subtask("generate", "chat", None, {"messages": "$inputs.messages"})
+    messages = [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "earlier"},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": [{"type": "text", "text": text}]},
+    ]
+    return subtask, {"messages": messages}
+
+
+def test_a_chat_is_read_by_its_last_user_message() -> None:
+    subtask, inputs = chat("prove it")
+    assert prompt_of(subtask, inputs) == "prove it"
+    text = Subtask("s", "summarization", None, {"text": "$inputs.text"})
+    assert prompt_of(text, {"text": "a long text"}) == "a long text"
+    assert prompt_of(text, {"text": 3}) is None
+
+
+def test_ranks_slide_and_rank() -> None:
+    ranks = Ranks(size=4)
+    for value in (1.0, 2.0, 3.0, 4.0, 5.0):
+        ranks.add(value)
+    assert len(ranks) == 4  # 1.0 left the window
+    assert ranks.rank(1.5) == 0.0
+    assert ranks.rank(3.0) == 0.5
+    assert ranks.quantile(0.75) == 5.0
+
+
+async def test_hard_goes_to_the_cloud_easy_stays_local_and_the_reason_says_why() -> None:
+    scorer = DifficultyScorer(FakeRouter(), lambda: None)  # type: ignore[arg-type, return-value]
+    routing = router()
+    context = routing.context(RouteOptions("auto", "balanced", None))
+    hard, inputs = chat("prove prove " + "word " * 90)
+    decision = await decide_reading_difficulty(routing, scorer, hard, context, inputs)
+    assert decision.chosen.node.tier is Tier.CLOUD
+    assert decision.verdict is not None
+    assert decision.verdict.action == "cloud"
+    assert "≥ 0.70 (target cloud share 30%" in decision.reason
+    assert decision.describe()["difficulty"]["threshold"] == pytest.approx(0.7)
+    easy, inputs = chat("hi")
+    decision = await decide_reading_difficulty(routing, scorer, easy, context, inputs)
+    assert decision.chosen.node.tier is Tier.LOCAL
+    assert easy.difficulty is not None
+    assert easy.difficulty < 0.7
+
+
+async def test_a_policy_without_the_router_decides_as_before() -> None:
+    routing = router("version: plain-1\nrouter: {enabled: false}\n")
+    fake = FakeRouter()
+    scorer = DifficultyScorer(fake, lambda: None)  # type: ignore[arg-type, return-value]
+    for text in ("prove prove it " + "x " * 80, "hi", "what is 2 + 2?"):
+        subtask, inputs = chat(text)
+        context = routing.context(RouteOptions("auto", "balanced", None))
+        plain = routing.decide(subtask, context)
+        read = await decide_reading_difficulty(routing, scorer, subtask, context, inputs)
+        assert read.chosen.deployment.id == plain.chosen.deployment.id
+        assert read.reason == plain.reason
+        assert read.verdict is None
+    assert fake.calls == 0
+
+
+async def test_a_forced_or_single_tier_decision_pays_nothing() -> None:
+    fake = FakeRouter()
+    scorer = DifficultyScorer(fake, lambda: None)  # type: ignore[arg-type, return-value]
+    routing = router()
+    subtask, inputs = chat("prove prove")
+    forced = routing.context(RouteOptions("cloud", "balanced", None))
+    await decide_reading_difficulty(routing, scorer, subtask, forced, inputs)
+    sensitive, inputs = chat("prove prove")
+    sensitive.privacy = sensitive.privacy.SENSITIVE  # only the private tier survives
+    auto = routing.context(RouteOptions("auto", "balanced", None))
+    await decide_reading_difficulty(routing, scorer, sensitive, auto, inputs)
+    assert fake.calls == 0
+
+
+async def test_a_slow_scorer_is_left_out_and_the_trace_says_so() -> None:
+    scorer = DifficultyScorer(FakeRouter(delay_s=0.3), lambda: None)  # type: ignore[arg-type, return-value]
+    routing = router(POLICY + "  timeout_ms: 20\n")
+    subtask, inputs = chat("prove prove")
+    context = routing.context(RouteOptions("auto", "balanced", None))
+    decision = await decide_reading_difficulty(routing, scorer, subtask, context, inputs)
+    assert decision.verdict is None
+    assert "difficulty not read (TimeoutError)" in decision.router_note
+    await asyncio.sleep(0.3)  # let the scoring thread finish before the test ends
+
+
+async def test_live_calibration_moves_the_cloud_share_to_the_target() -> None:
+    policy = "version: plain-1\nrouter:\n  capabilities: {chat: {target_cloud_share: 0.2}}\n"
+    scorer = DifficultyScorer(FakeRouter(), lambda: None)  # type: ignore[arg-type, return-value]
+    routing = router(policy)
+    rng = np.random.default_rng(7)
+    prompts = [
+        "prove " * int(rng.integers(0, 4)) + "word " * int(rng.integers(1, 400))
+        for _ in range(2 * LIVE_MIN + 300)
+    ]
+    tiers = []
+    for text in prompts:
+        subtask, inputs = chat(text)
+        context = routing.context(RouteOptions("auto", "balanced", None))
+        decision = await decide_reading_difficulty(routing, scorer, subtask, context, inputs)
+        tiers.append(decision.chosen.node.tier)
+    measured = tiers[-300:].count(Tier.CLOUD) / 300
+    assert measured == pytest.approx(0.2, abs=0.05)
+
+
+def test_conditions_read_the_difficulty() -> None:
+    policy = compile_policy(
+        "version: p\nrules:\n  - {name: hard, when: 'subtask.difficulty > 0.9', action: cloud}\n"
+    )
+    assert policy.rules[0].condition is not None
+    assert RouterPolicy().capabilities["chat"].target_cloud_share == 0.3
