@@ -41,8 +41,9 @@ LIVE_MIN = 200
 """Recent prompts a live rank needs before it replaces the reference."""
 LIVE_WINDOW = 2000
 CACHE_SIZE = 4096
-MAX_WORDS = 200
-"""Longer prompts are scored on their first words (MiniLM's cost grows with the text)."""
+MAX_WORDS = 32
+"""The learned signal reads the first words only: MiniLM costs ~7 ms for a short sentence and
+~65 ms for 200 words on 2 cores (the length signal counts every word)."""
 
 
 def prompt_of(subtask: Subtask, request_inputs: Mapping[str, Any]) -> str | None:
