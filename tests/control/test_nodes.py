@@ -8,7 +8,7 @@ import pytest
 from hybridinfer.control.audit import AuditLog
 from hybridinfer.control.nodes import NodeService, ServedModel
 from hybridinfer.core.schemas import DeploymentInfo, Heartbeat, NodeRegistration
-from hybridinfer.core.topology import Tier, Zone
+from hybridinfer.core.topology import NodeStatus, Tier, Zone
 from hybridinfer.errors import NoCapacity, NotFound, UpstreamUnavailable
 from hybridinfer.signals.breaker import Breakers
 from hybridinfer.signals.registry import NodeRegistry
@@ -119,6 +119,19 @@ async def test_ready_needs_a_ready_node(nodes: NodeService) -> None:
 
     await nodes.register(registration("edge-1", Tier.EDGE), "t")
     await nodes.check_ready()
+
+
+async def test_ready_waits_once_for_the_expected_nodes(
+    nodes: NodeService, registry: NodeRegistry
+) -> None:
+    await nodes.register(registration("edge-1", Tier.EDGE), "t")
+    nodes.expect(["cloud-1"])
+    with pytest.raises(NoCapacity, match="waiting for node"):
+        await nodes.check_ready()
+    await nodes.register(registration("cloud-1", Tier.CLOUD), "t")
+    await nodes.check_ready()
+    registry.get("cloud-1").status = NodeStatus.DOWN
+    await nodes.check_ready()  # a start-up gate: a later outage does not make it unready
 
 
 async def test_ready_needs_the_store(

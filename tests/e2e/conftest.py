@@ -112,8 +112,10 @@ def stop(running: Running) -> None:
 
 
 @pytest.fixture
-def launch(tmp_path: Path, models_dir: Path) -> Iterator[object]:
-    """Start `hybridinfer up` (stopped at the end of the test); waits for the cloud node."""
+def launch(tmp_path: Path, models_dir: Path, minilm_models_dir: Path) -> Iterator[object]:
+    """Start `hybridinfer up` (stopped at the end of the test); waits until it is ready, which
+    is once its cloud node has registered. The models are built before (MiniLM too, or `up`
+    would export it within the wait)."""
     started: list[Running] = []
 
     def _launch(

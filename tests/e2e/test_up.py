@@ -11,7 +11,15 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.conftest import Running, cloud_ready, port_is_free, wait_until
+from tests.e2e.conftest import (
+    Running,
+    cloud_ready,
+    free_port_pair,
+    port_is_free,
+    start_up,
+    stop,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -88,6 +96,33 @@ def test_local_cloud_privacy_and_traces(launch: Launch) -> None:
         assert trace["decisions"][0]["reason"].startswith("Forced to the cloud tier")
         assert trace["attempts"][0]["node"] == "cloud-1"
         assert {"gateway", "decompose", "route", "execute", "aggregate"} <= set(trace["timings_ms"])
+
+
+def test_up_says_what_is_served_where_and_is_up_only_with_its_cloud_node(
+    tmp_path: Path, models_dir: Path, minilm_models_dir: Path
+) -> None:
+    running = start_up(tmp_path / "data", models_dir, free_port_pair())
+    try:
+        wait_until(lambda: "hybridinfer is up" in running.stderr(), 60, "up", running)
+        with running.client() as client:  # at once: no waiting for the cloud node
+            forced = client.post("/v1/infer", json={**SENTIMENT, "options": {"route": "cloud"}})
+            ready = client.get("/readyz")
+        log = running.stderr().splitlines()
+    finally:
+        stop(running)
+    assert forced.status_code == 200, forced.text
+    assert forced.json()["subtasks"][0]["node"] == "cloud-1"
+    assert ready.status_code == 200, ready.text
+    heading = log.index("serving, by capability (model on node (tier)):")
+    served = {line.split()[0]: line for line in log[heading + 1 :] if line.startswith("  ")}
+    assert "sentiment-small on local (local)" in served["text-classification"]
+    assert "sentiment-large on cloud-1 (cloud)" in served["text-classification"]
+    assert "digits-large on cloud-1 (cloud)" in served["image-classification"]
+    assert "extractive-minilm on local-steps (local)" in served["summarization"]
+    assert "retriever-minilm on local-steps (local)" in served["retrieval"]
+    assert not [line for line in served.values() if "not served" in line], served
+    said = [line for line in log if "hybridinfer is up" in line]
+    assert said == [f"hybridinfer is up on {running.url}"]
 
 
 def test_killed_cloud_node_leaves_the_local_tier_answering(launch: Launch) -> None:

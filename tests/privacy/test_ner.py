@@ -36,3 +36,9 @@ def test_pseudonymiser_with_names_round_trips(finder: NameFinder) -> None:
     assert "<EMAIL_1>" in redacted
     assert redacted.count("<NAME_1>") == 2
     assert mapping.restore(redacted) == text
+
+
+def test_no_digits_no_addresses_no_lone_lower_case_word(finder: NameFinder) -> None:
+    assert finder.find("meh") == []
+    assert finder.find("Barcode 49587159 scanned.") == []
+    assert [f.value for f in finder.find("my name is john smith")] == ["john smith"]

@@ -7,7 +7,12 @@ from pathlib import Path
 import click
 import orjson
 
-from hybridinfer.cli.output import build_models_with_progress, cli_errors, run_async
+from hybridinfer.cli.output import (
+    build_models_with_progress,
+    cli_errors,
+    describe_card,
+    run_async,
+)
 from hybridinfer.models.artifact import Manifest
 from hybridinfer.models.store import ModelStore
 from hybridinfer.objectstore import open_store
@@ -28,13 +33,10 @@ def models() -> None:
 )
 @click.option("--force", is_flag=True, help="Retrain even if up-to-date models exist.")
 def build(models_dir: Path, force: bool) -> None:
-    """Train from data in PyPI packages, export ONNX, write a card per model."""
+    """Train from data in PyPI packages, export ONNX, write a card per model (the four
+    classifiers, and the MiniLM embedder when torch is installed)."""
     for card in build_models_with_progress(models_dir, force=force):
-        latency = card["latency_ms"]["p50"]
-        click.echo(
-            f"{card['name']:<16} accuracy {card['metrics']['accuracy']:.3f}  "
-            f"p50 {latency:.3f} ms  {card['size_bytes'] / 1e6:.1f} MB"
-        )
+        click.echo(describe_card(card))
 
 
 async def _publish(settings: Settings, name: str, version: str, source: Path) -> Manifest:

@@ -1,4 +1,5 @@
-"""How the CLI talks to people: logging set-up, errors without stack traces, progress bars."""
+"""How the CLI talks to people: logging set-up, errors without stack traces, progress bars,
+what a gateway serves where."""
 
 from __future__ import annotations
 
@@ -7,16 +8,19 @@ import json
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from hybridinfer.errors import HybridInferError
 from hybridinfer.observe import logs
 from hybridinfer.observe.logs import LogFormat
+
+if TYPE_CHECKING:
+    from hybridinfer.control.nodes import Placement
 
 Result = TypeVar("Result")
 
@@ -52,8 +56,9 @@ def cli_errors() -> Iterator[None]:
 
 
 def build_models_with_progress(models_dir: Path, force: bool = False) -> list[dict[str, Any]]:
-    """Train and export the bundled models (or reuse them), drawing a progress bar."""
-    from hybridinfer.modelzoo import build_models
+    """Build (or reuse) the default models, drawing a progress bar; say which were skipped and
+    why (MiniLM without torch) rather than fail."""
+    from hybridinfer.modelzoo import build_bundle
 
     bar: Any = None
     shown = 0
@@ -68,11 +73,59 @@ def build_models_with_progress(models_dir: Path, force: bool = False) -> list[di
         shown = done
 
     try:
-        cards = build_models(models_dir, progress=progress, force=force)
+        bundle = build_bundle(models_dir, progress=progress, force=force)
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
-    return [card.to_dict() if hasattr(card, "to_dict") else dict(card) for card in cards]
+    for name, reason in bundle.skipped.items():
+        click.echo(click.style("warning: ", fg="yellow") + f"{name} not built: {reason}", err=True)
+    return bundle.cards
+
+
+def describe_card(card: dict[str, Any]) -> str:
+    """One line per built model: its accuracy (classifiers) or dimension (embedders), median
+    latency and size."""
+    metrics = card.get("metrics", {})
+    measure = (
+        f"accuracy {metrics['accuracy']:.3f}"
+        if "accuracy" in metrics
+        else f"dimension {card.get('dimension', '?')}"
+    )
+    latency = card["latency_ms"]["p50"]
+    size = card["size_bytes"] / 1e6
+    return f"{card['name']:<16} {measure:<14}  p50 {latency:.3f} ms  {size:.1f} MB"
+
+
+def needed_capabilities(tasks: Mapping[str, Iterable[str]]) -> dict[str, list[str]]:
+    """Capability → the tasks whose plans need it, from task → its subtasks' capabilities."""
+    needed: dict[str, list[str]] = {}
+    for task, capabilities in sorted(tasks.items()):
+        for capability in capabilities:
+            if task not in needed.setdefault(capability, []):
+                needed[capability].append(task)
+    return needed
+
+
+def capability_lines(placements: Iterable[Placement], needed: Mapping[str, list[str]]) -> list[str]:
+    """What ``up`` says at start: a heading, then one line per capability with every place
+    that serves it ("model on node (tier)"), or, for one the rule table needs and no node
+    serves, the tasks that will answer 503 for want of it."""
+    served: dict[str, list[str]] = {}
+    for place in placements:
+        served.setdefault(place.capability, []).append(
+            f"{place.model} on {place.node} ({place.tier})"
+        )
+    capabilities = sorted({*served, *needed})
+    width = max((len(capability) for capability in capabilities), default=0)
+    lines = ["serving, by capability (model on node (tier)):"]
+    for capability in capabilities:
+        where = served.get(capability)
+        if where:
+            lines.append(f"  {capability:<{width}}  {', '.join(where)}")
+        else:
+            tasks = ", ".join(needed[capability])
+            lines.append(f"  {capability:<{width}}  not served: {tasks} answer 503 no_capacity")
+    return lines
 
 
 def call_gateway(

@@ -9,7 +9,7 @@ import secrets
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import click
@@ -18,10 +18,13 @@ from pydantic import SecretStr
 
 from hybridinfer.cli.output import (
     build_models_with_progress,
+    capability_lines,
     cli_errors,
     configure_logging,
+    needed_capabilities,
     run_async,
 )
+from hybridinfer.control.localtier import EMBEDDING_MODEL
 from hybridinfer.control.plane import ControlPlane
 from hybridinfer.gateway.app import create_app
 from hybridinfer.models.catalog import versions
@@ -42,9 +45,23 @@ def _print_key(generated: str | None) -> None:
         )
 
 
-async def serve_gateway(settings: Settings, cloud_node: list[str] | None = None) -> None:
-    """Run the gateway until interrupted; with ``cloud_node``, run that node process beside it."""
+NODE_WAIT_S = 60.0
+"""How long ``up`` waits for the nodes it starts to register before it says it is up."""
+CLOUD_NODE_ID = "cloud-1"
+
+
+async def serve_gateway(
+    settings: Settings, cloud_node: list[str] | None = None, own_nodes: Sequence[str] = ()
+) -> None:
+    """Run the gateway until interrupted; with ``cloud_node``, run that node process beside it.
+
+    ``own_nodes`` are the static nodes (of ``settings``) the caller started itself. Readiness
+    waits for them and the cloud node, and "is up" is said once they are all ready (or once
+    ``NODE_WAIT_S`` has passed, saying which did not come).
+    """
     plane = ControlPlane(settings)
+    expected = [*own_nodes, *([CLOUD_NODE_ID] if cloud_node is not None else [])]
+    plane.services.nodes.expect(expected)
     app = create_app(plane, on_start=_print_key)
     config = gateway_server_config(app, settings, timeout_graceful_shutdown=5)
     server = GracefulServer(config)
@@ -60,14 +77,43 @@ async def serve_gateway(settings: Settings, cloud_node: list[str] | None = None)
                 env = {**os.environ, "HYBRIDINFER_NODE_TOKEN": _secret(settings.node_token)}
                 child = Supervised("cloud node", cloud_node, env)
                 await child.start()
-            click.echo(
-                f"hybridinfer is up on {settings.scheme}://{settings.host}:{settings.port}",
-                err=True,
-            )
+            await _report_start(plane, serving, settings)
         await serving
     finally:
         if child is not None:
             await child.stop()
+
+
+async def _report_start(
+    plane: ControlPlane, serving: asyncio.Task[None], settings: Settings
+) -> None:
+    """Once the expected nodes are ready (or not within ``NODE_WAIT_S``): what is served where,
+    and that the gateway is up."""
+    nodes = plane.services.nodes
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + NODE_WAIT_S
+    while nodes.awaited() and loop.time() < deadline:
+        if serving.done():  # stopped (a signal) before the nodes came
+            return
+        await asyncio.sleep(0.05)
+    rules = plane.decomposer.rules.tasks
+    needed = needed_capabilities(
+        {name: [step.capability for step in rule.subtasks] for name, rule in rules.items()}
+    )
+    for line in capability_lines(nodes.placements(), needed):
+        click.echo(line, err=True)
+    url = f"{settings.scheme}://{settings.host}:{settings.port}"
+    missing = nodes.awaited()
+    if not missing:
+        click.echo(f"hybridinfer is up on {url}", err=True)
+        return
+    click.echo(
+        click.style("warning: ", fg="yellow")
+        + f"node(s) {', '.join(missing)} did not register within {NODE_WAIT_S:.0f} s (see their "
+        "log lines above): their models are not served, and /readyz answers 503 until they are",
+        err=True,
+    )
+    click.echo(f"hybridinfer is up on {url}, without {', '.join(missing)}", err=True)
 
 
 class GracefulServer(uvicorn.Server):
@@ -103,7 +149,7 @@ def cloud_node_command(settings: Settings) -> list[str]:
         "hybridinfer",
         "node",
         "--id",
-        "cloud-1",
+        CLOUD_NODE_ID,
         "--tier",
         "cloud",
         "--zone",
@@ -150,9 +196,8 @@ def up(
         settings = load_settings(config, port=port, data_dir=data_dir, log_format=log_format)
     configure_logging(settings.log_level, settings.log_format)
     models_dir = settings.resolved_models_dir
-    if any(
-        not versions(models_dir, name) for name in settings.local_models + settings.cloud_models
-    ):
+    wanted = [*settings.local_models, *settings.cloud_models, EMBEDDING_MODEL]
+    if any(not versions(models_dir, name) for name in wanted):
         build_models_with_progress(models_dir)
     if settings.node_token is None:
         settings = settings.model_copy(update={"node_token": SecretStr(secrets.token_urlsafe(32))})
@@ -180,8 +225,9 @@ async def serve_with_llms(settings: Settings, cloud_node: list[str]) -> None:
         err=True,
     )
     static = [*settings.static_nodes, *(s.spec.registration(s.url) for s in servers)]
+    own = [server.spec.node_id for server in servers]
     try:
-        await serve_gateway(settings.model_copy(update={"static_nodes": static}), cloud_node)
+        await serve_gateway(settings.model_copy(update={"static_nodes": static}), cloud_node, own)
     finally:
         await asyncio.gather(*(server.stop() for server in servers))
 

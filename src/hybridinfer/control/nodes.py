@@ -4,6 +4,13 @@ Registration is one use case, not four steps a handler strings together: the reg
 the node, the store keeps the registration (other replicas and restarts adopt it, see
 ``replicas.py``), the audit log records before and after, and the reply tells the node how
 often to beat. Each method here is what one handler calls.
+
+Readiness can also wait for named nodes (``expect``): ``hybridinfer up`` names the nodes it
+starts itself, so ``/readyz`` answers 200 only once its cloud node has registered. It is a
+start-up gate, not a health check: once an expected node has been ready, its later outages
+do not make the gateway unready (the local tier still answers, and the supervisor restarts
+the node), as a readiness probe that failed on them would take the whole gateway out of a
+load balancer for the loss of one tier.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import orjson
 
 from hybridinfer.control.audit import AuditLog
 from hybridinfer.core.schemas import Heartbeat, NodeRegistration
+from hybridinfer.core.topology import NodeStatus
 from hybridinfer.errors import NoCapacity
 from hybridinfer.signals.breaker import Breakers
 from hybridinfer.signals.registry import NodeRegistry, node_from_registration
@@ -30,6 +38,16 @@ class ServedModel:
     model: str
     capability: str
     tiers: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where one capability is served: a model on a node of a tier."""
+
+    capability: str
+    tier: str
+    node: str
+    model: str
 
 
 class NodeService:
@@ -51,6 +69,18 @@ class NodeService:
         self._breakers = breakers
         self._heartbeat_interval_s = heartbeat_interval_s
         self._clock = clock
+        self._awaited: set[str] = set()
+
+    def expect(self, node_ids: Collection[str]) -> None:
+        """Readiness also waits until each of ``node_ids`` has registered and been ready once."""
+        self._awaited = set(node_ids)
+
+    def awaited(self) -> list[str]:
+        """The expected nodes that have not been ready yet, sorted."""
+        if self._awaited:
+            ready = {n.id for n in self._registry.nodes() if n.status is NodeStatus.READY}
+            self._awaited -= ready
+        return sorted(self._awaited)
 
     async def register(self, registration: NodeRegistration, actor: str) -> dict[str, Any]:
         """Add (or replace) the node, persist and audit its registration; the reply body."""
@@ -93,9 +123,15 @@ class NodeService:
         return nodes
 
     async def check_ready(self) -> None:
-        """Raise 503 ``not_ready`` unless the store answers and some node is ready."""
+        """Raise 503 ``not_ready`` unless the store answers, every expected node has been
+        ready (``expect``) and some node is ready."""
         if not await self._store.ping():
             raise NoCapacity("the store is unreachable", code="not_ready")
+        awaited = self.awaited()
+        if awaited:
+            raise NoCapacity(
+                f"waiting for node(s) {', '.join(awaited)} to register", code="not_ready"
+            )
         if not self._registry.any_ready():
             raise NoCapacity("no node is ready", code="not_ready")
 
@@ -112,3 +148,16 @@ class NodeService:
                 if node.tier.value not in served.tiers:
                     served.tiers.append(node.tier.value)
         return list(seen.values())
+
+    def placements(self) -> list[Placement]:
+        """Every capability each ready node serves, once per node and model, in registration
+        order."""
+        found: dict[Placement, None] = {}
+        for node in self._registry.nodes():
+            if node.status is NodeStatus.READY:
+                for deployment in node.deployments:
+                    place = Placement(
+                        deployment.capability, node.tier.value, node.id, deployment.model
+                    )
+                    found[place] = None
+        return list(found)

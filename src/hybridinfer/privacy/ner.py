@@ -56,9 +56,12 @@ class NameFinder:
 
 
 def _plausible(span: str) -> bool:
-    """Names and places hold letters, no digits and no ``@`` (the small model tags
-    "Barcode 49587159" as a person; the pattern detectors own numbers and addresses)."""
-    return any(c.isalpha() for c in span) and not any(c.isdigit() or c == "@" for c in span)
+    """Names and places hold no digits and no ``@`` (the small model tags "Barcode 49587159"
+    a person; the pattern detectors own numbers and addresses), and a single word in lower
+    case is no name (it tags a lone "meh" a person); "john smith" still counts."""
+    if any(c.isdigit() or c == "@" for c in span) or not any(c.isalpha() for c in span):
+        return False
+    return len(span.split()) > 1 or any(c.isupper() for c in span)
 
 
 _LOADING = threading.Lock()
