@@ -62,6 +62,15 @@ def test_every_string_at_any_depth_is_read() -> None:
     assert sorted(strings_in(value)) == ["a", "b", "key", "n", "x", "y", "z"]
 
 
+def test_json_inside_a_string_and_whole_numbers_are_read_too() -> None:
+    arguments = '{"city": "Manchester", "call": "\\u7535\\u8bdd13812345678"}'
+    found = list(strings_in({"arguments": arguments, "default": 4155550193, "ok": True}))
+    assert "Manchester" in found
+    assert "电话13812345678" in found
+    assert "4155550193" in found
+    assert "True" not in found
+
+
 def test_a_chat_message_name_is_scanned(decomposer: Decomposer) -> None:
     messages = [{"role": "user", "content": "hello", "name": "jane.doe@example.com"}]
     assert labels(decomposer, "chat", {"messages": messages})["generate"] is Privacy.SENSITIVE

@@ -21,9 +21,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from hybridinfer.core.plan import Privacy
 from hybridinfer.decompose.rules import TaskRule, split_reference
 from hybridinfer.privacy.detect import Detector, default_detector, standard_recognisers
+
+JSON_DEPTH = 4
+"""How deep JSON inside JSON strings is read (each level is a string holding JSON)."""
 
 
 @functools.lru_cache(maxsize=32)
@@ -32,19 +37,34 @@ def detector_for(phone_regions: tuple[str, ...]) -> Detector:
     return Detector(standard_recognisers(phone_regions))
 
 
-def strings_in(value: Any) -> Iterator[str]:
+def strings_in(value: Any, depth: int = 0) -> Iterator[str]:
     """Every string in ``value``: itself, list items and dictionary keys and values, at any
-    depth. A field added to a request schema later is scanned without a change here."""
+    depth; whole numbers as their digits (a phone number sent as a JSON number); and the
+    strings of JSON held in a string (a tool call's arguments, a tool's result), read again
+    as JSON, up to ``JSON_DEPTH`` deep. A field added to a request schema later is scanned
+    without a change here."""
     if isinstance(value, str):
         yield value
+        if depth < JSON_DEPTH and value.lstrip()[:1] in ("{", "["):
+            yield from strings_in(_json_in(value), depth + 1)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        yield str(value)
     elif isinstance(value, Mapping):
         for key, item in value.items():
             if isinstance(key, str):
                 yield key
-            yield from strings_in(item)
+            yield from strings_in(item, depth)
     elif isinstance(value, list | tuple):
         for item in value:
-            yield from strings_in(item)
+            yield from strings_in(item, depth)
+
+
+def _json_in(text: str) -> Any:
+    """The JSON ``text`` holds, or None when it is not JSON."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
 
 
 @dataclass

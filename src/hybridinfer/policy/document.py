@@ -173,9 +173,10 @@ class DifficultyKnob(_Strict):
 class RouterPolicy(_Strict):
     """The prompt's difficulty as a routing signal (``subtask.difficulty`` in conditions).
 
-    A subtask of a listed capability is scored only when candidates on more than one tier
-    survive the filters; no rule matched → difficulty at or above the threshold prefers the
-    cloud tier, below it the local one. ``enabled: false`` gives the decisions of a policy
+    A subtask of a listed capability is scored only when routing is left to the router with
+    ``prefer: balanced`` and candidates on more than one tier survive the filters; no rule
+    matched → difficulty at or above the threshold prefers the cloud tier, below it the
+    local one. ``enabled: false`` gives the decisions of a policy
     without it.
     """
 

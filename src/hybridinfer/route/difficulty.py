@@ -181,11 +181,15 @@ async def decide_reading_difficulty(
     request_inputs: Mapping[str, Any],
 ) -> Decision:
     """The router's decision, with the prompt's difficulty read first where it can matter: a
-    capability the policy's ``router`` section lists, routing left to the router, and
-    candidates on more than one tier surviving the filters (else nothing is scored)."""
+    capability the policy's ``router`` section lists, routing left to the router with
+    ``prefer: balanced``, and candidates on more than one tier surviving the filters (else
+    nothing is scored)."""
     decision = router.decide(subtask, context)
     settings = context.policy.policy.router if context.policy is not None else None
-    if settings is None or not settings.enabled or context.options.route != "auto":
+    options = context.options
+    if settings is None or not settings.enabled or options.route != "auto":
+        return decision
+    if options.prefer != "balanced":  # the knob acts at the caller's balance only
         return decision
     knob = settings.capabilities.get(subtask.capability)
     tiers = {c.node.tier for c in decision.candidates if c.rejected_by is None}

@@ -164,7 +164,10 @@ class Router:
         survivors = self._apply_budget(survivors, context, policy)
         survivors = self._apply_slo(survivors, options)
         _score(survivors, policy.policy.weights(options.prefer))
-        verdict = context.verdicts.get(subtask.id) if options.route == "auto" else None
+        # The knob trades quality for cost at the caller's balance; prefer=quality, latency or
+        # cost keep their own weights (quality never below balanced's answer).
+        knob_applies = options.route == "auto" and options.prefer == "balanced"
+        verdict = context.verdicts.get(subtask.id) if knob_applies else None
         action: str | None = rule.rule.action if rule is not None else None
         if action is None and verdict is not None:
             action = verdict.action  # no rule placed it: the prompt's difficulty does
