@@ -11,7 +11,8 @@ import pytest
 from aiohttp import web
 
 from hybridinfer.backends.openai import OpenAIBackend
-from hybridinfer.core.topology import Deployment, Node, Tier, Zone
+from hybridinfer.backends.prompts import CHAT_EXAMPLES
+from hybridinfer.core.topology import BASE_MODEL_LABEL, Deployment, Node, Tier, Zone
 from hybridinfer.errors import (
     DeadlineExceeded,
     HybridInferError,
@@ -21,6 +22,7 @@ from hybridinfer.errors import (
 )
 
 STATE = web.AppKey("state", dict[str, str])
+COMPLETIONS = web.AppKey("completions", list[dict[str, Any]])
 MESSAGES = {"messages": [{"role": "user", "content": "hi"}]}
 
 
@@ -59,6 +61,28 @@ async def chat(request: web.Request) -> web.StreamResponse:
     return response
 
 
+def piece(text: str, finish: str | None = None) -> bytes:
+    body = json.dumps({"choices": [{"index": 0, "text": text, "finish_reason": finish}]})
+    return f"data: {body}\n\n".encode()
+
+
+async def completions(request: web.Request) -> web.StreamResponse:
+    """A base model's endpoint: continues the prompt with " Paris." (a leading space, as a
+    tokenizer writes the word after "Answer:")."""
+    body = await request.json()
+    request.app[COMPLETIONS].append(body)
+    if not body.get("stream"):
+        choice = {"index": 0, "text": " Paris.\n", "finish_reason": "stop"}
+        return web.json_response({"choices": [choice], "usage": {"completion_tokens": 2}})
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    for text in (" ", " Paris", "."):
+        await response.write(piece(text))
+    await response.write(piece("", finish="stop"))
+    await response.write(b"data: [DONE]\n\n")
+    return response
+
+
 async def embeddings(request: web.Request) -> web.Response:
     per_token = [[1.0, 0.0], [0.0, 1.0]]
     return web.json_response({"data": [{"index": 0, "embedding": per_token}], "usage": {}})
@@ -68,7 +92,9 @@ async def embeddings(request: web.Request) -> web.Response:
 async def upstream(unused_tcp_port: int) -> AsyncIterator[tuple[web.Application, Node]]:
     app = web.Application()
     app[STATE] = {"mode": "ok"}
+    app[COMPLETIONS] = []
     app.router.add_post("/v1/chat/completions", chat)
+    app.router.add_post("/v1/completions", completions)
     app.router.add_post("/v1/embeddings", embeddings)
     runner = web.AppRunner(app)
     await runner.setup()
@@ -81,8 +107,12 @@ def node(url: str) -> Node:
     return Node("up", Tier.CLOUD, Zone.PUBLIC, url, "openai")
 
 
-def deployment(capability: str = "chat") -> Deployment:
-    return Deployment("up", "m", "1", capability, None, 0.5, 10.0)
+def deployment(capability: str = "chat", labels: tuple[str, ...] = ()) -> Deployment:
+    return Deployment("up", "m", "1", capability, None, 0.5, 10.0, labels=list(labels))
+
+
+def base_model(capability: str = "chat") -> Deployment:
+    return deployment(capability, labels=(BASE_MODEL_LABEL,))
 
 
 @pytest.fixture
@@ -162,3 +192,64 @@ async def test_a_stream_cut_before_done_is_an_error_not_an_end(
         await read_all()
     assert seen == ["hel", "lo"]
     assert caught.value.error_code == "stream_interrupted"
+
+
+async def test_a_base_model_is_asked_a_completion_and_answers_as_a_chat(
+    backend: OpenAIBackend, upstream: Any
+) -> None:
+    app, target = upstream
+    chat = {
+        "messages": [
+            {"role": "system", "content": "Be brief."},
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "What is the capital of France?"}],
+            },
+        ],
+        "stop": "###",
+        "temperature": 0.0,
+    }
+    answer = await backend.infer(target, base_model(), chat, 5)
+    assert answer["message"] == {"role": "assistant", "content": "Paris."}
+    assert (answer["text"], answer["finish_reason"]) == ("Paris.", "stop")
+    [sent] = app[COMPLETIONS]
+    assert "messages" not in sent
+    assert sent["prompt"] == (
+        f"Be brief.\n\n{CHAT_EXAMPLES}Question: What is the capital of France?\nAnswer:"
+    )
+    assert sent["stop"] == ["\n\n", "\nQuestion:", "###"]  # the format's, then the caller's
+    assert (sent["max_tokens"], sent["temperature"], sent["stream"]) == (256, 0.0, False)
+
+
+async def test_a_base_model_streams_its_completion_as_chat_deltas(
+    backend: OpenAIBackend, upstream: Any
+) -> None:
+    app, target = upstream
+    chat = {**MESSAGES, "max_tokens": 12}
+    pieces = [p async for p in backend.infer_stream(target, base_model(), chat, 5)]
+    contents = [p["delta"] for p in pieces]
+    assert contents == [{}, {"role": "assistant", "content": "Paris"}, {"content": "."}, {}]
+    assert pieces[-1]["finish_reason"] == "stop"
+    assert app[COMPLETIONS][0]["stream"] is True
+    assert app[COMPLETIONS][0]["max_tokens"] == 12
+
+
+async def test_a_base_model_refuses_tools_so_the_chain_can_fall_back(
+    backend: OpenAIBackend, upstream: Any
+) -> None:
+    app, target = upstream
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    with pytest.raises(UpstreamRejected, match="base model: it cannot honour tools"):
+        await backend.infer(target, base_model(), {**MESSAGES, "tools": tools}, 5)
+    assert app[COMPLETIONS] == []
+
+
+async def test_a_base_model_serves_a_text_step_with_its_completion_prompt(
+    backend: OpenAIBackend, upstream: Any
+) -> None:
+    app, target = upstream
+    answer = await backend.infer(target, base_model("captioning"), {"label": "0"}, 5)
+    assert answer["caption"] == "Paris."
+    [sent] = app[COMPLETIONS]
+    assert sent["prompt"].endswith("Digit: 0\nCaption:")
+    assert (sent["stop"], sent["max_tokens"]) == (["\n"], 200)

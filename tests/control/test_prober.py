@@ -1,12 +1,22 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import json
+import time
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+from aiohttp import web
+
+from hybridinfer.backends import openai
 from hybridinfer.backends.base import Backend
+from hybridinfer.backends.openai import ANSWER_TOKENS, PROBE_CHAT, OpenAIBackend
 from hybridinfer.control.prober import NodeProber, update_rtt
-from hybridinfer.core.topology import Deployment, Node, NodeStatus
+from hybridinfer.core.schemas import DeploymentInfo, NodeRegistration
+from hybridinfer.core.topology import Deployment, Node, NodeStatus, PriorSource, Tier, Zone
+from hybridinfer.signals.registry import NodeRegistry, node_from_registration
 from tests.fakes import hybrid_registry
 
 
@@ -54,3 +64,310 @@ async def test_probes_measure_rtt_and_mark_dead_nodes_down() -> None:
     await prober.probe_all()
     assert cloud.status is NodeStatus.READY
     assert cloud.rtt_ms < 55.0
+
+
+# --- latency priors measured at registration, against a fake OpenAI-compatible server ---
+
+FIRST_TOKEN_S = 0.08
+TOKEN_GAP_S = 0.02
+
+
+@dataclass
+class FakeLlm:
+    """What the fake server saw, and whether it fails."""
+
+    url: str = ""
+    hits: list[str] = field(default_factory=list)
+    failing: bool = False
+    tokens: int | None = None
+    """Tokens per streamed answer (None: ``max_tokens``)."""
+    answer_s: float = 0.0
+    """How long a plain (not streamed) answer takes."""
+    gap_s: float = TOKEN_GAP_S
+    """Between two streamed tokens."""
+
+
+STATE = web.AppKey("state", FakeLlm)
+
+
+async def fake_chat(request: web.Request) -> web.StreamResponse:
+    """A chat server: 500 while failing; else a one-token answer, or ``max_tokens`` tokens
+    streamed, the first after FIRST_TOKEN_S and the rest TOKEN_GAP_S apart."""
+    body = await request.json()
+    request.app[STATE].hits.append(f"{request.path} stream={body.get('stream')}")
+    if request.app[STATE].failing:
+        return web.json_response({"error": {"message": "warming up"}}, status=500)
+    if not body.get("stream"):
+        await asyncio.sleep(request.app[STATE].answer_s)
+        message = {"role": "assistant", "content": "Hi"}
+        return web.json_response({"choices": [{"message": message, "finish_reason": "stop"}]})
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    await asyncio.sleep(FIRST_TOKEN_S)
+    for index in range(request.app[STATE].tokens or body["max_tokens"]):
+        if index and request.app[STATE].gap_s:
+            await asyncio.sleep(request.app[STATE].gap_s)
+        delta = {"content": f" {index + 1}"}
+        event = {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+        await response.write(f"data: {json.dumps(event)}\n\n".encode())
+    await response.write(b"data: [DONE]\n\n")
+    return response
+
+
+async def fake_embeddings(request: web.Request) -> web.Response:
+    request.app[STATE].hits.append(request.path)
+    await asyncio.sleep(0.03)
+    return web.json_response({"data": [{"index": 0, "embedding": [1.0, 0.0]}], "usage": {}})
+
+
+@pytest.fixture
+async def chat_server(unused_tcp_port: int) -> AsyncIterator[FakeLlm]:
+    fake = FakeLlm(url=f"http://127.0.0.1:{unused_tcp_port}")
+    app = web.Application()
+    app[STATE] = fake
+    app.router.add_post("/v1/chat/completions", fake_chat)
+    app.router.add_post("/v1/embeddings", fake_embeddings)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", unused_tcp_port).start()
+    yield fake
+    await runner.cleanup()
+
+
+def llm_node(url: str, *capabilities: str) -> Node:
+    """A static OpenAI-protocol node, as ``Settings.static_nodes`` registers one."""
+    deployments = [
+        DeploymentInfo(
+            model="embedder" if capability == "embedding" else "llm",
+            version="1",
+            capability=capability,
+            quality=0.3,
+            latency_ms=100.0,
+        )
+        for capability in capabilities
+    ]
+    registration = NodeRegistration(
+        id="llm", tier=Tier.CLOUD, zone=Zone.PUBLIC, url=url, protocol="openai",
+        deployments=deployments,
+    )  # fmt: skip
+    return node_from_registration(registration)
+
+
+@pytest.fixture
+async def openai_backend() -> AsyncIterator[OpenAIBackend]:
+    backend = OpenAIBackend()
+    yield backend
+    await backend.aclose()
+
+
+async def test_a_new_chat_deployment_is_measured_once_off_the_probe_round(
+    chat_server: FakeLlm, openai_backend: OpenAIBackend
+) -> None:
+    registry = NodeRegistry()
+    registry.add(llm_node(chat_server.url, "chat", "summarization", "embedding"))
+    prober = NodeProber(registry, {"openai": openai_backend}, interval_s=0.05)
+    chat, summary, embedding = registry.get("llm").deployments
+    described = chat.describe()
+    assert (described["latency_source"], described["quality_source"]) == ("assumed", "assumed")
+    assert "measurement" not in described
+
+    before = time.time()
+    await prober.probe_all()
+    assert chat.latency_source is PriorSource.ASSUMED  # the round does not wait for it
+    await prober.measure_pending()
+
+    assert chat.measurement is not None
+    measured = chat.measurement
+    tokens = PROBE_CHAT["max_tokens"]
+    assert measured.tokens == tokens
+    assert FIRST_TOKEN_S * 1000 <= measured.ttft_ms < FIRST_TOKEN_S * 1000 + 150
+    assert measured.tokens_per_s is not None
+    assert 0.5 / TOKEN_GAP_S < measured.tokens_per_s <= 1.05 / TOKEN_GAP_S
+    # The prior: a 64-token answer at the measured first-token time and rate.
+    assert measured.answer_ms == pytest.approx(
+        measured.ttft_ms + (ANSWER_TOKENS - 1) / measured.tokens_per_s * 1000
+    )
+    assert before <= measured.measured_at <= time.time()
+    # The prior is the whole call, less the RTT the router adds back.
+    rtt = registry.get("llm").rtt_ms
+    assert chat.latency_ms == pytest.approx(measured.answer_ms - rtt)
+    # The text step of the same model on the same node: the same server, the same timing.
+    assert summary.measurement is measured
+    assert summary.latency_ms == chat.latency_ms
+    assert embedding.measurement is not None
+    assert embedding.measurement.tokens_per_s is None
+    assert embedding.latency_ms >= 30.0 - rtt
+
+    described = chat.describe()
+    assert described["latency_source"] == "measured"
+    assert described["quality_source"] == "assumed"  # nobody measured the quality
+    assert described["measurement"]["ttft_ms"] == round(measured.ttft_ms, 2)
+    assert described["measurement"]["measured_at"] == measured.measured_at
+    # One warm-up and one timed generation, one embedding; later rounds measure nothing.
+    hits = list(chat_server.hits)
+    assert sorted(hits) == sorted(
+        ["/v1/chat/completions stream=False", "/v1/chat/completions stream=True", "/v1/embeddings"]
+    )
+    await prober.probe_all()
+    await prober.measure_pending()
+    assert chat_server.hits == hits
+
+
+async def test_a_failed_measurement_keeps_the_prior_assumed_and_is_tried_again_later(
+    chat_server: FakeLlm, openai_backend: OpenAIBackend
+) -> None:
+    registry = NodeRegistry()
+    registry.add(llm_node(chat_server.url, "chat"))
+    prober = NodeProber(registry, {"openai": openai_backend}, interval_s=0.2)
+    [chat] = registry.get("llm").deployments
+    chat_server.failing = True
+    await prober.probe_all()
+    await prober.measure_pending()
+    assert (chat.latency_source, chat.latency_ms) == (PriorSource.ASSUMED, 100.0)
+    assert registry.get("llm").status is NodeStatus.READY  # a probe answered: it is alive
+    chat_server.failing = False
+    await prober.probe_all()  # within the back-off: not tried again yet
+    await prober.measure_pending()
+    assert chat.latency_source is PriorSource.ASSUMED
+    await asyncio.sleep(0.25)
+    await prober.probe_all()
+    await prober.measure_pending()
+    assert chat.latency_source is PriorSource.MEASURED
+
+
+async def test_a_re_registered_node_is_measured_again_and_text_steps_alone_are_not(
+    chat_server: FakeLlm, openai_backend: OpenAIBackend
+) -> None:
+    registry = NodeRegistry()
+    registry.add(llm_node(chat_server.url, "summarization", "captioning"))
+    prober = NodeProber(registry, {"openai": openai_backend}, interval_s=0.05)
+    await prober.probe_all()
+    await prober.measure_pending()
+    assert chat_server.hits == []  # no chat to probe with: the text steps stay assumed
+    assert {d.latency_source for d in registry.get("llm").deployments} == {PriorSource.ASSUMED}
+
+    registry.add(llm_node(chat_server.url, "chat"))
+    await prober.probe_all()
+    await prober.measure_pending()
+    [chat] = registry.get("llm").deployments
+    assert chat.latency_source is PriorSource.MEASURED
+    registry.add(llm_node(chat_server.url, "chat"))  # a restart: new deployments
+    await prober.probe_all()
+    await prober.measure_pending()
+    assert registry.get("llm").deployments[0].latency_source is PriorSource.MEASURED
+    assert len(chat_server.hits) == 4
+
+
+async def test_stop_cancels_a_measurement_under_way(
+    chat_server: FakeLlm, openai_backend: OpenAIBackend
+) -> None:
+    registry = NodeRegistry()
+    registry.add(llm_node(chat_server.url, "chat"))
+    prober = NodeProber(registry, {"openai": openai_backend}, interval_s=0.05)
+    await prober.probe_all()
+    await asyncio.sleep(0.01)
+    await prober.stop()
+    assert registry.get("llm").deployments[0].latency_source is PriorSource.ASSUMED
+
+
+async def test_an_answer_that_stops_early_is_timed_at_the_answer_length(
+    chat_server: FakeLlm, openai_backend: OpenAIBackend
+) -> None:
+    chat_server.tokens = 4
+    registry = NodeRegistry()
+    registry.add(llm_node(chat_server.url, "chat"))
+    prober = NodeProber(registry, {"openai": openai_backend}, interval_s=0.05)
+    await prober.probe_all()
+    await prober.measure_pending()
+    [chat] = registry.get("llm").deployments
+    measured = chat.measurement
+    assert measured is not None
+    assert measured.tokens == 4
+    assert measured.tokens_per_s is not None
+    # 63 tokens after the first at the measured rate, not the three that came.
+    expected = measured.ttft_ms + (ANSWER_TOKENS - 1) / measured.tokens_per_s * 1000
+    assert measured.answer_ms == pytest.approx(expected)
+    assert measured.answer_ms > measured.ttft_ms + 30 * TOKEN_GAP_S * 1000
+
+
+async def test_a_node_busy_serving_is_measured_once_its_call_is_done(
+    chat_server: FakeLlm, openai_backend: OpenAIBackend
+) -> None:
+    registry = NodeRegistry()
+    registry.add(llm_node(chat_server.url, "chat"))
+    prober = NodeProber(registry, {"openai": openai_backend}, interval_s=0.05)
+    node = registry.get("llm")
+    [chat] = node.deployments
+    chat_server.answer_s = 0.3
+    messages = {"messages": [{"role": "user", "content": "hi"}]}
+    serving = asyncio.create_task(openai_backend.infer(node, chat, messages, 5))
+    await asyncio.sleep(0.05)
+    await prober.probe_all()
+    await prober.measure_pending()
+    assert serving.done()
+    measured = chat.measurement
+    assert measured is not None
+    # Timed after the call, not behind it: the fake answered the call first, then the probe.
+    assert measured.ttft_ms < FIRST_TOKEN_S * 1000 + 150
+    assert chat_server.hits[0] == "/v1/chat/completions stream=False"
+
+
+async def test_a_node_that_stays_busy_is_left_for_a_later_pass(
+    chat_server: FakeLlm, openai_backend: OpenAIBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(openai, "IDLE_WAIT_S", 0.1)
+    registry = NodeRegistry()
+    registry.add(llm_node(chat_server.url, "chat"))
+    prober = NodeProber(registry, {"openai": openai_backend}, interval_s=0.05)
+    node = registry.get("llm")
+    [chat] = node.deployments
+    chat_server.answer_s = 0.5
+    messages = {"messages": [{"role": "user", "content": "hi"}]}
+    serving = asyncio.create_task(openai_backend.infer(node, chat, messages, 5))
+    await asyncio.sleep(0.05)
+    await prober.probe_all()
+    await prober.measure_pending()
+    assert chat.latency_source is PriorSource.ASSUMED
+    assert chat_server.hits == ["/v1/chat/completions stream=False"]  # no probe was sent
+    await serving
+    chat_server.answer_s = 0.0
+    await prober.probe_all()  # the next round, no back-off: busy is not a failure
+    await prober.measure_pending()
+    assert chat.latency_source is PriorSource.MEASURED
+
+
+async def test_a_pass_publishes_every_node_s_measurement_at_once(
+    chat_server: FakeLlm, openai_backend: OpenAIBackend
+) -> None:
+    registry = NodeRegistry()
+    registry.add(llm_node(chat_server.url, "chat"))
+    other = llm_node(chat_server.url, "chat")
+    other.id = "llm-2"
+    registry.add(other)
+    prober = NodeProber(registry, {"openai": openai_backend}, interval_s=0.05)
+    await prober.probe_all()
+    first, second = registry.get("llm").deployments[0], registry.get("llm-2").deployments[0]
+    seen: list[tuple[PriorSource, PriorSource]] = []
+    while prober._pass is not None and not prober._pass.done():
+        seen.append((first.latency_source, second.latency_source))
+        await asyncio.sleep(0.01)
+    assert (first.latency_source, second.latency_source) == (PriorSource.MEASURED,) * 2
+    assert set(seen) == {(PriorSource.ASSUMED, PriorSource.ASSUMED)}  # never one of two
+    # One at a time: the second node's probe began after the first's answer ended.
+    assert first.measurement is not None
+    assert second.measurement is not None
+    assert abs(first.measurement.measured_at - second.measurement.measured_at) > FIRST_TOKEN_S
+
+
+async def test_tokens_that_arrive_in_one_burst_are_not_taken_for_a_rate(
+    chat_server: FakeLlm, openai_backend: OpenAIBackend
+) -> None:
+    chat_server.gap_s = 0.0  # written at once: read at once, whatever the model's speed
+    registry = NodeRegistry()
+    registry.add(llm_node(chat_server.url, "chat"))
+    prober = NodeProber(registry, {"openai": openai_backend}, interval_s=0.05)
+    await prober.probe_all()
+    await prober.measure_pending()
+    [chat] = registry.get("llm").deployments
+    assert chat.latency_source is PriorSource.ASSUMED
+    assert chat.latency_ms == 100.0

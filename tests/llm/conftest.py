@@ -142,3 +142,15 @@ def gateway_settings(tmp_path: Path, nodes: dict[str, RunningLlm]) -> Settings:
 def gateway(tmp_path: Path, llms: dict[str, RunningLlm]) -> Iterator[Gateway]:
     """A gateway whose chat and embedding nodes are the shared real LLM servers."""
     yield from serve(gateway_settings(tmp_path, llms))
+
+
+def wait_until_measured(gateway: Gateway, node_id: str, timeout_s: float = 120.0) -> dict[str, Any]:
+    """The node's chat deployment once the prober has measured its latency prior."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        nodes = {node["id"]: node for node in gateway.get("/v1/nodes")["nodes"]}
+        chat = next(d for d in nodes[node_id]["deployments"] if d["capability"] == "chat")
+        if chat["latency_source"] == "measured":
+            return dict(chat)
+        time.sleep(0.2)
+    raise AssertionError(f"the prober did not measure {node_id} within {timeout_s:g} s")

@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from hybridinfer.backends.openai import PROBE_CHAT, PROBE_WARM_UP
 from tests.conftest import ADMIN_KEY
 from tests.gateway.test_app import DIGIT_ZERO
 from tests.llm.conftest import Gateway, RunningLlm, gateway_settings, serve
@@ -29,9 +30,16 @@ TEXT = (
 ISSUED = re.compile(r"<(EMAIL|PHONE|CARD)_\d+>")
 
 
+PROBES = tuple(
+    str(probe["messages"][0]["content"]).encode() for probe in (PROBE_CHAT, PROBE_WARM_UP)
+)
+
+
 @dataclass
 class RecordingProxy:
-    """Forwards to the real cloud LLM, keeping every request body; ``fail`` answers 500."""
+    """Forwards to the real cloud LLM, keeping every request body but the prober's (it
+    measures the LLM through the proxy too, and tries again as the proxy buffers its stream);
+    ``fail`` answers 500."""
 
     upstream: str
     bodies: list[bytes] = field(default_factory=list)
@@ -39,7 +47,8 @@ class RecordingProxy:
 
     async def forward(self, request: Request) -> Response:
         body = await request.body()
-        self.bodies.append(body)
+        if not any(probe in body for probe in PROBES):
+            self.bodies.append(body)
         if self.fail:
             return Response(b'{"error": {"message": "cloud down"}}', status_code=500)
         async with httpx.AsyncClient(timeout=120) as client:
@@ -57,7 +66,7 @@ def proxied(
     tmp_path: Path, llms: dict[str, RunningLlm], models_dir: Path
 ) -> Iterator[tuple[Gateway, RecordingProxy]]:
     proxy = RecordingProxy(llms["llm-cloud"].server.url)
-    paths = ["/v1/chat/completions", "/v1/models"]
+    paths = ["/v1/chat/completions", "/v1/completions", "/v1/models"]
     app = Starlette(routes=[Route(p, proxy.forward, methods=["GET", "POST"]) for p in paths])
     with serve_asgi(app) as proxy_url:
         settings = gateway_settings(tmp_path, llms)

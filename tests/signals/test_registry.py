@@ -6,9 +6,16 @@ from __future__ import annotations
 import pytest
 
 from hybridinfer.core.schemas import DeploymentInfo, NodeRegistration, TensorInfo
-from hybridinfer.core.topology import NodeStatus, Tier, Zone
+from hybridinfer.core.topology import (
+    QUALITY_MEASURED_LABEL,
+    NodeStatus,
+    PriorMeasurement,
+    PriorSource,
+    Tier,
+    Zone,
+)
 from hybridinfer.errors import NotFound
-from hybridinfer.signals.registry import NodeRegistry, node_from_registration
+from hybridinfer.signals.registry import NodeRegistry, node_from_registration, prior_sources
 from tests.fakes import deployment, node
 
 
@@ -137,3 +144,50 @@ def test_a_registration_becomes_a_node_with_its_deployments() -> None:
     )
     assert [(t.name, t.datatype, t.shape) for t in served.inputs] == [("text", "BYTES", [-1, 1])]
     assert served.calibration == {"cascade": {}}
+
+
+def info(**fields: object) -> DeploymentInfo:
+    return DeploymentInfo.model_validate(
+        {"model": "m", "version": "1", "capability": "chat", "quality": 0.3, "latency_ms": 100}
+        | fields
+    )
+
+
+def test_each_prior_says_where_it_comes_from() -> None:
+    # A model card's figures were measured when the model was built (its held-out split).
+    assert prior_sources(info(calibration={"accuracy": 0.9})) == (PriorSource.CARD,) * 2
+    # Typed in: assumed, unless the registration says its quality was measured.
+    assert prior_sources(info()) == (PriorSource.ASSUMED, PriorSource.ASSUMED)
+    labelled = info(labels=[QUALITY_MEASURED_LABEL])
+    assert prior_sources(labelled) == (PriorSource.ASSUMED, PriorSource.MEASURED)
+
+
+def test_a_measurement_replaces_the_typed_latency_and_shows_in_the_description() -> None:
+    registration = NodeRegistration(
+        id="llm", tier=Tier.CLOUD, zone=Zone.PUBLIC, url="http://llm", deployments=[info()]
+    )
+    (served,) = node_from_registration(registration).deployments
+    assert served.describe() | {"id": ""} == {
+        "id": "",
+        "model": "m",
+        "version": "1",
+        "capability": "chat",
+        "task": None,
+        "quality": 0.3,
+        "quality_source": "assumed",
+        "latency_ms": 100.0,
+        "latency_source": "assumed",
+        "cost_per_call": 0.0,
+        "max_input": 100_000,
+    }
+    served.record_measurement(PriorMeasurement(250.0, 40.0, 30.0, 8, 1_800_000_000.0), rtt_ms=2.0)
+    described = served.describe()
+    assert (described["latency_ms"], described["latency_source"]) == (248.0, "measured")
+    assert described["quality_source"] == "assumed"
+    assert described["measurement"] == {
+        "answer_ms": 250.0,
+        "ttft_ms": 40.0,
+        "tokens_per_s": 30.0,
+        "tokens": 8,
+        "measured_at": 1_800_000_000.0,
+    }

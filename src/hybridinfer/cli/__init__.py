@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from hybridinfer import __version__
+from hybridinfer.cli.demo import demo
 from hybridinfer.cli.keys import keys
 from hybridinfer.cli.models import models
 from hybridinfer.cli.node import node
@@ -28,3 +29,4 @@ main.add_command(models)
 main.add_command(keys)
 main.add_command(policy)
 main.add_command(router)
+main.add_command(demo)

@@ -1,9 +1,25 @@
-"""Health and RTT probes of every remote node, in parallel, every ``interval_s``.
+"""Health and RTT probes of every remote node, in parallel, every ``interval_s``; and the
+latency priors of generating deployments, measured once when they are first seen.
 
 A probe that answers counts as a heartbeat (the node is ready) and measures the round trip;
 one that fails marks the node down at once, so the router stops sending it traffic until it
 answers again. The RTT estimate attacks fast and decays slowly: one slow probe is enough to
 see a degraded link, while recovery is trusted only as the probes keep answering fast.
+
+A chat or embedding deployment whose backend can ``measure`` it (OpenAI-compatible servers)
+starts with whatever latency its registration typed in. Once its node answers a probe, a
+short probe in the background (never in the probe round, never on a request's path) times a
+tiny generation: time to first token and tokens/s. From them, the time of a short answer
+becomes the latency prior: the quantity the EWMA of real calls (``signals/ewma.py``) tracks
+from there, and the one the router compares with other deployments' (a TTFT would make a
+model that has never answered look faster than one that has).
+
+Measurements run one at a time, all the deployments then waiting in one pass: on one host, as
+in the demo, two at once would time each other's load. A pass publishes its measurements
+together, so the router never weighs one model's measured prior against another's typed
+placeholder when both were there to measure. A failed measurement is tried again after 1, 2,
+4 … 64 probe intervals; a node too busy to measure (its queue would be timed), in a later
+pass. A re-registered node brings new deployments, which are measured again.
 """
 
 from __future__ import annotations
@@ -12,16 +28,36 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping
+from typing import Protocol, runtime_checkable
 
 from hybridinfer.backends.base import Backend
 from hybridinfer.core import background
-from hybridinfer.core.topology import Node, NodeStatus
+from hybridinfer.core.backoff import exponential_s
+from hybridinfer.core.topology import Deployment, Node, NodeStatus, PriorMeasurement
+from hybridinfer.errors import HybridInferError
 from hybridinfer.signals.registry import NodeRegistry
 
 log = logging.getLogger(__name__)
 
 RTT_DECAY = 0.5
 """Weight of the previous estimate when a probe comes back faster than it."""
+MEASURED_CAPABILITIES = frozenset({"chat", "embedding"})
+"""Deployments measured at registration; a chat's measurement also stands for the text steps
+the same model serves on the same node (one server, one model: the same timing)."""
+MEASURE_TIMEOUT_S = 60.0
+"""A measurement may wait behind a long generation on a one-request-at-a-time server."""
+
+Measured = tuple[Node, Deployment, PriorMeasurement]
+
+
+@runtime_checkable
+class PriorMeter(Protocol):
+    """A backend that can time one tiny call of a deployment."""
+
+    async def measure(
+        self, node: Node, deployment: Deployment, timeout_s: float
+    ) -> PriorMeasurement | None:
+        """The deployment timed, or None when the node stays busy (measure it later)."""
 
 
 def update_rtt(previous_ms: float, sample_ms: float) -> float:
@@ -29,6 +65,15 @@ def update_rtt(previous_ms: float, sample_ms: float) -> float:
     if sample_ms >= previous_ms or previous_ms == 0.0:
         return sample_ms
     return RTT_DECAY * previous_ms + (1 - RTT_DECAY) * sample_ms
+
+
+def unmeasured(node: Node) -> list[Deployment]:
+    """The node's deployments whose latency prior nobody has measured yet."""
+    return [
+        d
+        for d in node.deployments
+        if d.capability in MEASURED_CAPABILITIES and d.measurement is None
+    ]
 
 
 class NodeProber:
@@ -41,11 +86,24 @@ class NodeProber:
         self._backends = backends
         self._interval_s = interval_s
         self._task: asyncio.Task[None] | None = None
+        self._pass: asyncio.Task[None] | None = None
+        self._failures: dict[str, int] = {}
+        self._retry_at: dict[str, float] = {}
 
     async def probe_all(self) -> None:
-        """One round of probes, in parallel."""
+        """One round of probes, in parallel; then, in the background, a pass measuring the
+        ready nodes' new deployments (unless one is still under way)."""
         nodes = [n for n in self._registry.nodes() if n.protocol in self._backends]
         await asyncio.gather(*(self._probe(node) for node in nodes if node.protocol != "onnx"))
+        if self._pass is None or self._pass.done():
+            due = [(node, meter) for node in nodes if (meter := self._meter(node)) is not None]
+            if due:
+                self._pass = asyncio.create_task(self._measure(due), name="measure-priors")
+
+    async def measure_pending(self) -> None:
+        """Wait for the pass under way, if any (tests)."""
+        if self._pass is not None:
+            await asyncio.gather(self._pass, return_exceptions=True)
 
     async def _probe(self, node: Node) -> None:
         backend = self._backends[node.protocol]
@@ -57,6 +115,54 @@ class NodeProber:
         elif node.status is not NodeStatus.DOWN:
             log.warning("node %s stopped answering its health probe; marked down", node.id)
             node.status = NodeStatus.DOWN
+
+    def _meter(self, node: Node) -> PriorMeter | None:
+        """The node's backend, if it can measure and the node has something to measure now."""
+        backend = self._backends[node.protocol]
+        due = (
+            node.status is NodeStatus.READY
+            and self._retry_at.get(node.id, 0.0) <= time.monotonic()
+            and bool(unmeasured(node))
+        )
+        return backend if due and isinstance(backend, PriorMeter) else None
+
+    async def _measure(self, nodes: list[tuple[Node, PriorMeter]]) -> None:
+        """Each node's unmeasured deployments in turn; then every measurement at once."""
+        taken: list[Measured] = []
+        for node, meter in nodes:
+            taken += await self._measure_node(node, meter)
+        for node, deployment, measurement in taken:
+            for served in _same_model(node, deployment):
+                served.record_measurement(measurement, node.rtt_ms)
+            log.info(
+                "measured %s: latency prior %.0f ms (first token %.1f ms, %s tokens/s)",
+                deployment.id,
+                measurement.answer_ms,
+                measurement.ttft_ms,
+                "-" if measurement.tokens_per_s is None else f"{measurement.tokens_per_s:.1f}",
+            )
+
+    async def _measure_node(self, node: Node, meter: PriorMeter) -> list[Measured]:
+        taken: list[Measured] = []
+        for deployment in unmeasured(node):
+            try:
+                measurement = await meter.measure(node, deployment, MEASURE_TIMEOUT_S)
+            except Exception as error:  # a failed measurement must never stop the prober
+                failures = self._failures[node.id] = self._failures.get(node.id, 0) + 1
+                wait_s = exponential_s(self._interval_s, 64 * self._interval_s, failures - 1)
+                self._retry_at[node.id] = time.monotonic() + wait_s
+                log.warning(
+                    "could not measure %s (%s); its latency stays assumed, next try in %.0f s",
+                    deployment.id,
+                    error.message if isinstance(error, HybridInferError) else repr(error),
+                    wait_s,
+                )
+                return taken
+            if measurement is None:
+                return taken  # busy serving: a later pass measures the rest
+            self._failures.pop(node.id, None)
+            taken.append((node, deployment, measurement))
+        return taken
 
     def start(self) -> None:
         """Probe in the background until ``stop``."""
@@ -73,3 +179,19 @@ class NodeProber:
     async def stop(self) -> None:
         await background.cancel(self._task)
         self._task = None
+        await background.cancel(self._pass)
+        self._pass = None
+
+
+def _same_model(node: Node, measured: Deployment) -> list[Deployment]:
+    """The deployment itself and, for a chat, the node's text steps on the same model."""
+    if measured.capability != "chat":
+        return [measured]
+    return [
+        d
+        for d in node.deployments
+        if d.model == measured.model
+        and d.version == measured.version
+        and d.capability != "embedding"
+        and d.measurement is None
+    ]

@@ -1,4 +1,10 @@
-"""Where models run: nodes (places) and deployments (one model version on one node)."""
+"""Where models run: nodes (places) and deployments (one model version on one node).
+
+A deployment's latency and quality priors each carry where they came from (``PriorSource``):
+typed in by whoever registered it, read from the model card the build measured, or measured
+here by the prober at registration. ``/v1/nodes`` shows the source beside every figure, so an
+assumption is never read as a measurement.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +29,50 @@ class NodeStatus(StrEnum):
     DOWN = "down"
 
 
+class PriorSource(StrEnum):
+    """Where a deployment's latency or quality figure comes from."""
+
+    ASSUMED = "assumed"
+    """Set by hand (a registration's or a config's number): nobody measured it."""
+    CARD = "card"
+    """The model card's: held-out accuracy and p50 latency, measured when the model was built."""
+    MEASURED = "measured"
+    """Measured by this gateway (the prober's probe at registration)."""
+
+
+BASE_MODEL_LABEL = "base-model"
+"""A deployment label: a base (not instruction-tuned) model, prompted as a completion."""
+QUALITY_MEASURED_LABEL = "quality-measured"
+"""A deployment label: its registration's quality figure was measured (an evaluation run)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PriorMeasurement:
+    """One probe of a deployment: a whole answer's time, time to first token, decode speed."""
+
+    answer_ms: float
+    """A short answer's time (64 tokens: the TTFT, then 63 at the measured rate), the network
+    included: the kind of time the EWMA of real calls tracks (``signals/ewma.py``), so it is
+    the latency prior. For an embedding, the one call."""
+    ttft_ms: float
+    """Request sent to first content token (the whole call for an embedding)."""
+    tokens_per_s: float | None
+    """Tokens after the first per second of decoding (None: one token or an embedding)."""
+    tokens: int
+    measured_at: float
+    """Unix time of the probe."""
+
+    def describe(self) -> dict[str, Any]:
+        rate = None if self.tokens_per_s is None else round(self.tokens_per_s, 2)
+        return {
+            "answer_ms": round(self.answer_ms, 2),
+            "ttft_ms": round(self.ttft_ms, 2),
+            "tokens_per_s": rate,
+            "tokens": self.tokens,
+            "measured_at": self.measured_at,
+        }
+
+
 @dataclass(slots=True)
 class TensorSpec:
     """One model input or output as the Open Inference Protocol describes it."""
@@ -45,33 +95,54 @@ class Deployment:
     capability: str
     task: str | None
     quality: float
-    """Expected quality on its task (held-out accuracy from the model card), 0..1."""
+    """Expected quality on its task (held-out accuracy from the model card), 0..1;
+    ``quality_source`` says whether anyone measured it."""
     latency_ms: float
-    """Prior latency from the model card, until real calls are observed."""
+    """Prior latency (the model card's, typed, or the prober's: ``latency_source``), until
+    real calls are observed."""
     labels: list[str] = field(default_factory=list)
     inputs: list[TensorSpec] = field(default_factory=list)
     outputs: list[TensorSpec] = field(default_factory=list)
     cost_per_call: float = 0.0
     max_input: int = 100_000
     calibration: dict[str, Any] = field(default_factory=dict)
+    latency_source: PriorSource = PriorSource.ASSUMED
+    quality_source: PriorSource = PriorSource.ASSUMED
+    measurement: PriorMeasurement | None = None
+    """The prober's probe, once it ran (``latency_ms`` is then its answer less the RTT)."""
     id: str = field(init=False, default="")
     """``node/model:version``; computed once (the router reads it on every decision)."""
 
     def __post_init__(self) -> None:
         self.id = f"{self.node_id}/{self.model}:{self.version}"
 
+    def record_measurement(self, measurement: PriorMeasurement, rtt_ms: float = 0.0) -> None:
+        """Take a probe's short answer as the latency prior (the EWMA of real calls then tracks
+        the same kind of time). The router adds the node's RTT to the prior, so the RTT the
+        probe paid is taken out here rather than counted twice."""
+        self.measurement = measurement
+        self.latency_ms = max(measurement.answer_ms - rtt_ms, 0.0)
+        self.latency_source = PriorSource.MEASURED
+
     def describe(self) -> dict[str, Any]:
-        return {
+        described: dict[str, Any] = {
             "id": self.id,
             "model": self.model,
             "version": self.version,
             "capability": self.capability,
             "task": self.task,
             "quality": self.quality,
+            "quality_source": self.quality_source.value,
             "latency_ms": self.latency_ms,
+            "latency_source": self.latency_source.value,
             "cost_per_call": self.cost_per_call,
             "max_input": self.max_input,
         }
+        if self.labels:
+            described["labels"] = list(self.labels)
+        if self.measurement is not None:
+            described["measurement"] = self.measurement.describe()
+        return described
 
 
 @dataclass(slots=True)

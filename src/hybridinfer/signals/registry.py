@@ -6,7 +6,14 @@ import time
 from collections.abc import Callable
 
 from hybridinfer.core.schemas import DeploymentInfo, NodeRegistration
-from hybridinfer.core.topology import Deployment, Node, NodeStatus, TensorSpec
+from hybridinfer.core.topology import (
+    QUALITY_MEASURED_LABEL,
+    Deployment,
+    Node,
+    NodeStatus,
+    PriorSource,
+    TensorSpec,
+)
 from hybridinfer.errors import NotFound
 
 Clock = Callable[[], float]
@@ -105,7 +112,22 @@ class NodeRegistry:
         self._index = index
 
 
+def prior_sources(info: DeploymentInfo) -> tuple[PriorSource, PriorSource]:
+    """Where a registration's (latency, quality) figures come from.
+
+    A model card's deployment carries the card's calibration block, computed on a held-out
+    split when the model was built: its accuracy and p50 are the card's measurements. Any other
+    figure was typed in, unless the registration labels its quality ``quality-measured``; its
+    latency stays assumed until the prober measures it.
+    """
+    if info.calibration:
+        return PriorSource.CARD, PriorSource.CARD
+    quality = PriorSource.MEASURED if QUALITY_MEASURED_LABEL in info.labels else PriorSource.ASSUMED
+    return PriorSource.ASSUMED, quality
+
+
 def deployment_from_info(node_id: str, info: DeploymentInfo) -> Deployment:
+    latency_source, quality_source = prior_sources(info)
     return Deployment(
         node_id=node_id,
         model=info.model,
@@ -120,6 +142,8 @@ def deployment_from_info(node_id: str, info: DeploymentInfo) -> Deployment:
         cost_per_call=info.cost_per_call,
         max_input=info.max_input,
         calibration=dict(info.calibration),
+        latency_source=latency_source,
+        quality_source=quality_source,
     )
 
 
