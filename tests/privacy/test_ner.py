@@ -40,5 +40,6 @@ def test_pseudonymiser_with_names_round_trips(finder: NameFinder) -> None:
 
 def test_no_digits_no_addresses_no_lone_lower_case_word(finder: NameFinder) -> None:
     assert finder.find("meh") == []
+    assert finder.find("Summarise this: the quick brown fox jumps over the lazy dog.") == []
     assert finder.find("Barcode 49587159 scanned.") == []
     assert [f.value for f in finder.find("my name is john smith")] == ["john smith"]

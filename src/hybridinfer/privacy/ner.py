@@ -44,12 +44,20 @@ class NameFinder:
         _loaded()
 
     def find(self, text: str) -> list[Finding]:
-        """Person names and places in ``text``, in order."""
-        results = _loaded().analyze(text, language="en", entities=list(KINDS))
+        """Person names and places in ``text``, in order: spans the model tags whose words
+        include a proper noun (it tags a sentence's first verb, "Summarise", a person)."""
+        analyzer = _loaded()
+        artifacts = analyzer.nlp_engine.process_text(text, "en")
+        results = analyzer.analyze(
+            text, language="en", entities=list(KINDS), nlp_artifacts=artifacts
+        )
+        proper = {token.idx for token in artifacts.tokens if token.pos_ == "PROPN"}
         found = [
             Finding(KINDS[r.entity_type], r.start, r.end, text[r.start : r.end], "ner")
             for r in results
-            if r.score >= MIN_SCORE and _plausible(text[r.start : r.end])
+            if r.score >= MIN_SCORE
+            and _plausible(text[r.start : r.end])
+            and any(r.start <= index < r.end for index in proper)
         ]
         found.sort(key=lambda finding: finding.start)
         return found
