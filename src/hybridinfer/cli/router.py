@@ -42,6 +42,16 @@ _MODELS_DIR = click.option(
 )
 
 
+_DATA_DIR = click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=default_data_dir,
+    envvar="HYBRIDINFER_ROUTER_DATA_DIR",
+    show_default="../shared/data/routellm-mmlu beside the repository",
+    help="RouteLLM MMLU folder: responses/*.csv and contaminated_prompts.jsonl.",
+)
+
+
 @click.group()
 def router() -> None:
     """Train and evaluate the learned router (weak local model vs strong cloud model)."""
@@ -99,14 +109,7 @@ def evaluate(
 
 
 @router.command("train")
-@click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=default_data_dir,
-    envvar="HYBRIDINFER_ROUTER_DATA_DIR",
-    show_default="../shared/data/routellm-mmlu beside the repository",
-    help="RouteLLM MMLU folder: responses/*.csv and contaminated_prompts.jsonl.",
-)
+@_DATA_DIR
 @click.option(
     "--out",
     required=True,
@@ -146,14 +149,7 @@ def train(data_dir: Path, out: Path, folds: int, cache_dir: Path | None, models_
 
 
 @router.command("calibrate")
-@click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=default_data_dir,
-    envvar="HYBRIDINFER_ROUTER_DATA_DIR",
-    show_default="../shared/data/routellm-mmlu beside the repository",
-    help="RouteLLM MMLU folder: responses/*.csv and contaminated_prompts.jsonl.",
-)
+@_DATA_DIR
 @click.option(
     "--artifact",
     required=True,
