@@ -129,12 +129,17 @@ def test_killed_cloud_node_leaves_the_local_tier_answering(launch: Launch) -> No
     running = launch()
     wait_until(lambda: cloud_ready(running), 30, "cloud node registered", running)
     kill_cloud_node(running)
+    tiers = []
     with running.client() as client:
         for body in (SENTIMENT, DIGIT):
             for prefer in ("balanced", "quality"):
                 response = client.post("/v1/infer", json={**body, "options": {"prefer": prefer}})
                 assert response.status_code == 200, response.text
-                assert response.json()["subtasks"][0]["tier"] == "local"
+                tiers.append(response.json()["subtasks"][0]["tier"])
+    # The first answers, sent as the node dies, come from the local tier (prefer=quality
+    # would pick the cloud); later ones may come from the cloud node the supervisor has
+    # restarted meanwhile (1 s backoff): no request fails either way.
+    assert tiers[:2] == ["local", "local"], tiers
 
 
 def test_second_start_is_ready_quickly_and_the_key_is_printed_once(

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import time
+
 import pytest
 from starlette.testclient import TestClient
 
@@ -119,7 +121,12 @@ def test_health_probes_need_no_key_and_carry_a_request_id(client: TestClient) ->
     live = client.get("/healthz")
     assert live.status_code == 200
     assert len(live.headers["x-request-id"]) == 32
+    deadline = time.monotonic() + 60  # readiness waits for the name model to load
     ready = client.get("/readyz")
+    while ready.status_code == 503 and time.monotonic() < deadline:
+        assert ready.json()["error"]["code"] == "not_ready"
+        time.sleep(0.2)
+        ready = client.get("/readyz")
     assert ready.json() == {"status": "ready"}
 
 

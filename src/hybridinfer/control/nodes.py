@@ -62,7 +62,11 @@ class NodeService:
         breakers: Breakers,
         heartbeat_interval_s: float,
         clock: Callable[[], float] = time.time,
+        loading: Callable[[], str | None] = lambda: None,
     ) -> None:
+        """``loading`` names a model the process still loads before it may serve (the name
+        model the privacy gate reads with), or None."""
+        self._loading = loading
         self._registry = registry
         self._store = store
         self._audit = audit
@@ -127,6 +131,9 @@ class NodeService:
         ready (``expect``) and some node is ready."""
         if not await self._store.ping():
             raise NoCapacity("the store is unreachable", code="not_ready")
+        loading = self._loading()
+        if loading is not None:
+            raise NoCapacity(f"still loading {loading}", code="not_ready")
         awaited = self.awaited()
         if awaited:
             raise NoCapacity(

@@ -263,6 +263,7 @@ class ControlPlane:
                 audit=self.audit,
                 breakers=self.breakers,
                 heartbeat_interval_s=settings.heartbeat_interval_s,
+                loading=self._loading,
             ),
             traces=TraceService(self.traces),
             jobs=self.jobs,
@@ -344,6 +345,10 @@ class ControlPlane:
         wait within their deadlines)."""
         if self.names is not None:
             self.names.warm()
+
+    def _loading(self) -> str | None:
+        """Readiness waits for the name model: calls to the public zone would wait for it."""
+        return "the name model" if self.names is not None and not self.names.loaded else None
 
     async def _close_names(self) -> None:
         if self.names is not None:

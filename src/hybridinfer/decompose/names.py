@@ -36,6 +36,11 @@ class NameCheck:
         self._thread = concurrent.futures.ThreadPoolExecutor(1, "hybridinfer-names")
         self._loaded: concurrent.futures.Future[None] | None = None
 
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is loaded, or could not be (reads then fail closed at once)."""
+        return self._finder is None or (self._loaded is not None and self._loaded.done())
+
     def warm(self) -> None:
         """Start loading the model on the check's thread (returns at once)."""
         if self._finder is not None and self._loaded is None:
