@@ -103,12 +103,13 @@ def test_the_workload_runs_and_each_subtask_is_a_row(gateway: tuple[str, FakeGat
     assert result.exit_code == 0, result.output
     assert [body["task"] for body in fake.bodies] == [r.body["task"] for r in WORKLOAD]
     tasks = [body["task"] for body in fake.bodies]
-    assert tasks.count("chat") == 4
+    assert tasks.count("chat") == 5
     assert {"sentiment", "redact_and_summarize", "describe_image", "auto"} <= set(tasks)
     chats = [body for body in fake.bodies if body["task"] == "chat"]
-    assert len(chats[2]["inputs"]["messages"][0]["content"]) > 1500  # over the local limit
-    assert chats[3]["options"] == {"prefer": "quality"}
-    assert [body.get("options", {}).get("prefer") for body in chats[:3]] == [None] * 3
+    assert "Prove" in chats[2]["inputs"]["messages"][0]["content"]
+    assert len(chats[3]["inputs"]["messages"][0]["content"]) > 1500  # over the local limit
+    assert chats[4]["options"] == {"prefer": "quality"}
+    assert [body.get("options", {}).get("prefer") for body in chats[:4]] == [None] * 4
 
     lines = result.stdout.splitlines()
     assert lines[0].split() == [
@@ -131,7 +132,7 @@ def test_the_workload_runs_and_each_subtask_is_a_row(gateway: tuple[str, FakeGat
     assert easy.endswith(LONG_REASON[: REASON_WIDTH - 1] + "…")  # reasons are cut
     refused = next(line for line in lines if line.startswith("hard chat: prefer quality"))
     assert "403 privacy_violation" in refused
-    assert "8 requests, 10 subtasks (2 cloud, 6 local), 2 failed" in result.stdout
+    assert "9 requests, 11 subtasks (2 cloud, 7 local), 2 failed" in result.stdout
     assert "easy chat: Hi!" in result.stdout
 
 

@@ -111,6 +111,23 @@ def stop(running: Running) -> None:
             running.process.wait()
 
 
+@pytest.fixture(scope="module")
+def fresh_up(
+    tmp_path_factory: pytest.TempPathFactory, models_dir: Path, minilm_models_dir: Path
+) -> Iterator[Running]:
+    """One fresh `hybridinfer up` (new data dir, the built models) shared by a module's tests,
+    once it says it is up with every node of its own registered."""
+    assert minilm_models_dir == models_dir, "up reads one models folder"
+    process = start_up(tmp_path_factory.mktemp("up") / "data", models_dir, free_port_pair())
+    try:
+        wait_until(lambda: "hybridinfer is up" in process.stderr(), 90, "up", process)
+        said = next(line for line in process.stderr().splitlines() if "is up" in line)
+        assert "without" not in said, process.stderr()
+        yield process
+    finally:
+        stop(process)
+
+
 @pytest.fixture
 def launch(tmp_path: Path, models_dir: Path, minilm_models_dir: Path) -> Iterator[object]:
     """Start `hybridinfer up` (stopped at the end of the test); waits until it is ready, which

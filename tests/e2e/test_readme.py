@@ -16,7 +16,6 @@ import re
 import shlex
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -25,7 +24,7 @@ import pytest
 from hybridinfer.privacy.detect import detect
 from hybridinfer.steps.retrieval import default_knowledge_path, load_passages
 from tests.conftest import ADMIN_KEY, REPO
-from tests.e2e.conftest import Running, free_port_pair, start_up, stop, wait_until
+from tests.e2e.conftest import Running
 
 pytestmark = pytest.mark.integration
 
@@ -241,22 +240,6 @@ def cases() -> list[Any]:
     ]
 
 
-@pytest.fixture(scope="module")
-def running(
-    tmp_path_factory: pytest.TempPathFactory, models_dir: Path, minilm_models_dir: Path
-) -> Iterator[Running]:
-    """One fresh `hybridinfer up` (new data dir, the built models) for every example."""
-    assert minilm_models_dir == models_dir, "up reads one models folder"
-    process = start_up(tmp_path_factory.mktemp("readme") / "data", models_dir, free_port_pair())
-    try:
-        wait_until(lambda: "hybridinfer is up" in process.stderr(), 90, "up", process)
-        said = next(line for line in process.stderr().splitlines() if "is up" in line)
-        assert "without" not in said, process.stderr()  # every node of its own registered
-        yield process
-    finally:
-        stop(process)
-
-
 def test_the_readme_has_its_examples() -> None:
     names = [example.name for example in EXAMPLES]
     assert len(names) >= 6, names
@@ -271,8 +254,8 @@ def test_the_readme_has_its_examples() -> None:
 
 
 @pytest.mark.parametrize("example", cases())
-def test_each_example_answers_as_the_readme_says(running: Running, example: Example) -> None:
-    response = send(running, example)
+def test_each_example_answers_as_the_readme_says(fresh_up: Running, example: Example) -> None:
+    response = send(fresh_up, example)
     refusal = REFUSAL.search(example.comment)
     if refusal is not None:
         assert response.status_code == int(refusal.group(1)), response.text

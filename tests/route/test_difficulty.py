@@ -21,7 +21,7 @@ from hybridinfer.route.difficulty import (
     decide_reading_difficulty,
     prompt_of,
 )
-from hybridinfer.route.learned import LearnedRouter
+from hybridinfer.route.learned import Head, LearnedRouter
 from hybridinfer.route.router import Router
 from hybridinfer.signals.ewma import Signals
 from hybridinfer.signals.registry import NodeRegistry
@@ -30,21 +30,37 @@ from tests.fakes import node
 POLICY = "version: plain-1\nrouter:\n  calibration: reference\n"
 
 
-class FakeRouter(LearnedRouter):
-    """Scores a prompt by how many times it says 'prove' (the embedder is not called)."""
+class FakeEmbedder:
+    """A two-dimensional "embedding": how many times the text says 'prove', and its length
+    in hundreds of words."""
 
     def __init__(self, delay_s: float = 0.0) -> None:
-        super().__init__(features=("text",), heads=[], card={"calibration": CALIBRATION})
         self.delay_s = delay_s
         self.calls = 0
 
-    def score(self, prompts: list[str], embedder: Any) -> np.ndarray:  # type: ignore[override]
+    def embed(self, texts: list[str]) -> np.ndarray:
         self.calls += 1
         time.sleep(self.delay_s)
-        return np.asarray([p.lower().count("prove") / 2.0 for p in prompts])
+        rows = [[t.lower().count("prove"), len(t.split()) / 100] for t in texts]
+        return np.asarray(rows, dtype=np.float64)
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        return [len(t.split()) for t in texts]
 
 
-CALIBRATION = {"learned": list(np.linspace(0.0, 1.0, 101)), "words": list(np.linspace(0, 100, 101))}
+REFERENCE = [round(float(q), 4) for q in np.linspace(0.0, 1.0, 101)]
+
+
+def fake_scorer(delay_s: float = 0.0) -> tuple[DifficultyScorer, FakeEmbedder]:
+    """A scorer whose complexity head reads P(hard) = sigmoid(4 * proves + words / 200 - 2):
+    ~0.12 for a short text without 'prove', ~0.88 with one."""
+    embedder = FakeEmbedder(delay_s)
+    head = LearnedRouter(
+        features=("embedding",),
+        heads=[Head("needs_strong", 1.0, np.asarray([4.0, 0.5]), -2.0)],
+        card={"calibration": {"complexity": REFERENCE}},
+    )
+    return DifficultyScorer({"complexity": head}, lambda: embedder), embedder  # type: ignore[arg-type, return-value]
 
 
 def chat_llm(node_id: str, tier: Tier, zone: Zone, quality: float) -> Deployment:
@@ -104,27 +120,26 @@ def test_ranks_slide_and_rank() -> None:
 
 
 async def test_hard_goes_to_the_cloud_easy_stays_local_and_the_reason_says_why() -> None:
-    scorer = DifficultyScorer(FakeRouter(), lambda: None)  # type: ignore[arg-type, return-value]
+    scorer, _ = fake_scorer()
     routing = router()
     context = routing.context(RouteOptions("auto", "balanced", None))
-    hard, inputs = chat("prove prove " + "word " * 90)
+    hard, inputs = chat("prove it " + "word " * 90)
     decision = await decide_reading_difficulty(routing, scorer, hard, context, inputs)
     assert decision.chosen.node.tier is Tier.CLOUD
     assert decision.verdict is not None
     assert decision.verdict.action == "cloud"
-    assert "≥ 0.70 (target cloud share 30%" in decision.reason
-    assert decision.describe()["difficulty"]["threshold"] == pytest.approx(0.7)
+    assert "Difficulty 0.90 ≥ 0.50 (max quality drop 50%) → cloud." in decision.reason
+    assert decision.describe()["difficulty"]["threshold"] == pytest.approx(0.5)
     easy, inputs = chat("hi")
     decision = await decide_reading_difficulty(routing, scorer, easy, context, inputs)
     assert decision.chosen.node.tier is Tier.LOCAL
-    assert easy.difficulty is not None
-    assert easy.difficulty < 0.7
+    assert easy.difficulty == pytest.approx(0.1198, abs=1e-3)
+    assert "Difficulty 0.12 < 0.50" in decision.reason
 
 
 async def test_a_policy_without_the_router_decides_as_before() -> None:
     routing = router("version: plain-1\nrouter: {enabled: false}\n")
-    fake = FakeRouter()
-    scorer = DifficultyScorer(fake, lambda: None)  # type: ignore[arg-type, return-value]
+    scorer, fake = fake_scorer()
     for text in ("prove prove it " + "x " * 80, "hi", "what is 2 + 2?"):
         subtask, inputs = chat(text)
         context = routing.context(RouteOptions("auto", "balanced", None))
@@ -137,8 +152,7 @@ async def test_a_policy_without_the_router_decides_as_before() -> None:
 
 
 async def test_a_forced_or_single_tier_decision_pays_nothing() -> None:
-    fake = FakeRouter()
-    scorer = DifficultyScorer(fake, lambda: None)  # type: ignore[arg-type, return-value]
+    scorer, fake = fake_scorer()
     routing = router()
     subtask, inputs = chat("prove prove")
     forced = routing.context(RouteOptions("cloud", "balanced", None))
@@ -151,7 +165,7 @@ async def test_a_forced_or_single_tier_decision_pays_nothing() -> None:
 
 
 async def test_a_slow_scorer_is_left_out_and_the_trace_says_so() -> None:
-    scorer = DifficultyScorer(FakeRouter(delay_s=0.3), lambda: None)  # type: ignore[arg-type, return-value]
+    scorer, _ = fake_scorer(delay_s=0.3)
     routing = router(POLICY + "  timeout_ms: 20\n")
     subtask, inputs = chat("prove prove")
     context = routing.context(RouteOptions("auto", "balanced", None))
@@ -163,11 +177,11 @@ async def test_a_slow_scorer_is_left_out_and_the_trace_says_so() -> None:
 
 async def test_live_calibration_moves_the_cloud_share_to_the_target() -> None:
     policy = "version: plain-1\nrouter:\n  capabilities: {chat: {target_cloud_share: 0.2}}\n"
-    scorer = DifficultyScorer(FakeRouter(), lambda: None)  # type: ignore[arg-type, return-value]
+    scorer, _ = fake_scorer()
     routing = router(policy)
     rng = np.random.default_rng(7)
     prompts = [
-        "prove " * int(rng.integers(0, 4)) + "word " * int(rng.integers(1, 400))
+        "prove " * int(rng.integers(0, 2)) + " ".join(["word"] * int(rng.integers(1, 30)))
         for _ in range(2 * LIVE_MIN + 300)
     ]
     tiers = []
@@ -185,4 +199,4 @@ def test_conditions_read_the_difficulty() -> None:
         "version: p\nrules:\n  - {name: hard, when: 'subtask.difficulty > 0.9', action: cloud}\n"
     )
     assert policy.rules[0].condition is not None
-    assert RouterPolicy().capabilities["chat"].target_cloud_share == 0.3
+    assert RouterPolicy().capabilities["chat"].max_quality_drop == 0.5

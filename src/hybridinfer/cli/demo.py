@@ -1,7 +1,7 @@
 """``hybridinfer demo``: a mixed workload against a running gateway, and where each part ran.
 
-Two easy chats, two hard ones (a long input the local LLM cannot take; one asking for
-quality), a sentiment text holding personal data, a redact-and-summarise, a digit image to
+Two easy chats, three hard ones (a proof the difficulty head reads as hard; a long input the
+local LLM cannot take; one asking for quality), a sentiment text holding personal data, a redact-and-summarise, a digit image to
 describe and a free-form question (``task: "auto"``), sent one after another (the demo LLMs
 answer one request at a time). Then one table row per subtask: its tier, node, model, status,
 latency and the router's reason. The gateway decides everything; the demo only asks and shows.
@@ -75,6 +75,11 @@ class DemoRequest:
 WORKLOAD = (
     DemoRequest("easy chat", _chat("Say hello in three words."), "text"),
     DemoRequest("easy chat", _chat("What is the capital of France?"), "text"),
+    DemoRequest(
+        "hard chat: a proof",
+        _chat("Prove that there are infinitely many primes, step by step."),
+        "text",
+    ),
     DemoRequest(
         "hard chat: long input",
         _chat(f"{NOTES}\nIn one sentence, what are these notes about?"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -108,15 +109,22 @@ def evaluate(
     click.echo(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
 
 
-@router.command("train")
-@_DATA_DIR
-@click.option(
+_OUT = click.option(
     "--out",
     required=True,
     type=click.Path(dir_okay=False, path_type=Path),
     help="Where to write the router artifact (JSON).",
 )
-@click.option("--folds", default=4, show_default=True, type=click.IntRange(2, 20))
+
+
+def _folds(default: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return click.option("--folds", default=default, show_default=True, type=click.IntRange(2, 20))
+
+
+@router.command("train")
+@_DATA_DIR
+@_OUT
+@_folds(4)
 @click.option(
     "--cache-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -145,6 +153,43 @@ def train(data_dir: Path, out: Path, folds: int, cache_dir: Path | None, models_
         learned.card["calibration"] = calibration(learned, table, outcomes.prompts)
         learned.save(out)
     summary = {"artifact": str(out), **learned.card["recipe"], **learned.card["metrics"]}
+    click.echo(orjson.dumps(summary, option=orjson.OPT_INDENT_2).decode())
+
+
+@router.command("train-difficulty")
+@click.option(
+    "--prompts",
+    "prompts_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Labelled prompts (YAML lists 'easy' and 'hard'); the packaged chat set by default.",
+)
+@_OUT
+@_folds(5)
+@_MODELS_DIR
+def train_difficulty(prompts_path: Path | None, out: Path, folds: int, models_dir: Path) -> None:
+    """Train the chat difficulty head (P(a prompt needs the strong tier)) on labelled prompts,
+    choosing its recipe by cross-validated log loss."""
+    from hybridinfer.routertraining.difficultyhead import (
+        EMBED_WORDS,
+        default_prompts_path,
+        load_labelled,
+        train_difficulty_head,
+    )
+
+    def progress(message: str) -> None:
+        click.echo(message, file=sys.stderr)
+
+    with cli_errors():
+        data = load_labelled(prompts_path or default_prompts_path())
+        embedder = open_embedder(models_dir)
+        progress(f"embedding {len(data.prompts)} prompts with {embedder.name}")
+        table = FeatureTable.compute(data.prompts, embedder, embed_words=EMBED_WORDS)
+        head = train_difficulty_head(table, data, folds=folds, progress=progress)
+        head.embedder = {"name": embedder.name, "sha256": embedder.sha256}
+        head.save(out)
+    summary = {"artifact": str(out), **head.card["recipe"], **head.card["metrics"]}
+    summary.pop("per_fold")
     click.echo(orjson.dumps(summary, option=orjson.OPT_INDENT_2).decode())
 
 

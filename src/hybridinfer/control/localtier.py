@@ -112,10 +112,15 @@ def shared_embedder(settings: Settings) -> LazyEmbedder | None:
 
 
 def difficulty_scorer(embedder: LazyEmbedder | None) -> DifficultyScorer | None:
-    """The bundled learned router on the shared embedder; None without the embedder."""
+    """The bundled chat difficulty head and MMLU router on the shared embedder; None without
+    the embedder."""
     if embedder is None:
         return None
-    return DifficultyScorer(LearnedRouter.load(bundled_router_path()), embedder.get)
+    heads = {
+        "complexity": LearnedRouter.load(bundled_router_path("chat")),
+        "learned": LearnedRouter.load(bundled_router_path("mmlu")),
+    }
+    return DifficultyScorer(heads, embedder.get)
 
 
 def _embedding_steps(embedder: LazyEmbedder | None) -> list[LocalOperation]:

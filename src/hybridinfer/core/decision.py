@@ -35,11 +35,14 @@ class Candidate:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """A subtask's difficulty against its policy's threshold, and what that asks for."""
+    """A subtask's difficulty against its policy's threshold, and what that asks for.
+
+    ``knob`` names the policy's setting in its own words ("max quality drop 50 %", "target
+    cloud share 30 %"); ``calibration`` what the threshold was read from."""
 
     difficulty: float
     threshold: float
-    target_cloud_share: float
+    knob: str
     calibration: str
     signals: dict[str, float] = field(default_factory=dict)
 
@@ -49,16 +52,17 @@ class Verdict:
 
     def sentence(self) -> str:
         sign = "≥" if self.action == "cloud" else "<"
+        read = "" if self.calibration == "fixed" else f", calibrated on {self.calibration}"
         return (
-            f"difficulty {self.difficulty:.2f} {sign} {self.threshold:.2f} (target cloud share "
-            f"{self.target_cloud_share:.0%}, calibrated on {self.calibration}) → {self.action}"
+            f"difficulty {self.difficulty:.2f} {sign} {self.threshold:.2f} ({self.knob}{read})"
+            f" → {self.action}"
         )
 
     def describe(self) -> dict[str, Any]:
         return {
             "difficulty": round(self.difficulty, 4),
             "threshold": round(self.threshold, 4),
-            "target_cloud_share": self.target_cloud_share,
+            "knob": self.knob,
             "calibration": self.calibration,
             "signals": dict(self.signals),
             "action": self.action,

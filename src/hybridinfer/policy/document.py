@@ -156,18 +156,32 @@ class PrivacyPolicy(_Strict):
         return self
 
 
-Signal = Literal["learned", "words"]
+Signal = Literal["complexity", "learned", "words"]
 
 
-def _equal_weights() -> dict[Signal, float]:
-    return {"learned": 0.5, "words": 0.5}
+def _complexity_only() -> dict[Signal, float]:
+    return {"complexity": 1.0}
 
 
 class DifficultyKnob(_Strict):
-    """Where prompts of one capability go by their difficulty: the share of them that should
-    reach the strong (cloud) tier. Turned into a difficulty threshold from the calibration."""
+    """Where prompts of one capability go by their difficulty; give exactly one of:
 
-    target_cloud_share: float = Field(ge=0.0, le=1.0)
+    - ``max_quality_drop``: the largest chance, per prompt, that staying local gives a worse
+      answer than the cloud would, accepted to save the cloud call: a prompt whose difficulty
+      (the head's probability that it needs the strong tier) is at or above it goes to the
+      cloud. It means the same on any mix of traffic.
+    - ``target_cloud_share``: the share of the capability's prompts that should reach the
+      cloud, turned into a difficulty threshold from this replica's recent prompts (or the
+      head's reference quantiles until enough are seen)."""
+
+    max_quality_drop: float | None = Field(None, ge=0.0, le=1.0)
+    target_cloud_share: float | None = Field(None, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> DifficultyKnob:
+        if (self.max_quality_drop is None) == (self.target_cloud_share is None):
+            raise ValueError("give exactly one of max_quality_drop, target_cloud_share")
+        return self
 
 
 class RouterPolicy(_Strict):
@@ -176,24 +190,31 @@ class RouterPolicy(_Strict):
     A subtask of a listed capability is scored only when routing is left to the router with
     ``prefer: balanced`` and candidates on more than one tier survive the filters; no rule
     matched → difficulty at or above the threshold prefers the cloud tier, below it the
-    local one. ``enabled: false`` gives the decisions of a policy
-    without it.
+    local one. ``enabled: false`` gives the decisions of a policy without it.
     """
 
     enabled: bool = True
     capabilities: dict[str, DifficultyKnob] = Field(
-        default_factory=lambda: {"chat": DifficultyKnob(target_cloud_share=0.3)}
+        default_factory=lambda: {"chat": DifficultyKnob(max_quality_drop=0.5)}
     )
     weights: dict[Signal, float] = Field(
-        default_factory=_equal_weights,
-        description="how the signals' ranks combine into the difficulty",
+        default_factory=_complexity_only,
+        description="how the signals combine into the difficulty: complexity (the chat "
+        "difficulty head's probability), learned (the MMLU router's rank), words (the length's "
+        "rank); ranks are read against the MMLU router's training prompts",
     )
     timeout_ms: float = Field(50.0, gt=0.0, le=10_000.0)
     calibration: Literal["live", "reference"] = Field(
         "live",
-        description="rank scores among this replica's recent prompts of the capability "
-        "(live, once 200 are seen) or among the router's training prompts (reference)",
+        description="for target_cloud_share: read the threshold among this replica's recent "
+        "prompts of the capability (live, once 200 are seen) or among the reference quantiles",
     )
+
+    @model_validator(mode="after")
+    def _some_weight(self) -> RouterPolicy:
+        if not any(weight > 0 for weight in self.weights.values()):
+            raise ValueError("router.weights needs at least one positive weight")
+        return self
 
 
 class Policy(_Strict):

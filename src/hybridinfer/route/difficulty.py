@@ -1,13 +1,20 @@
 """How hard a subtask's prompt is, 0..1: a routing signal read by policy conditions
 (``subtask.difficulty``) and by the router's difficulty knob.
 
-Two signals: the learned router's expected quality gain of the strong model
-(``route/learned.py``, MiniLM + text statistics) and the prompt's length in words. Each is
-ranked among a reference — this replica's recent prompts of the same capability once
-``LIVE_MIN`` are seen (policy ``router.calibration: live``), else the router's training prompts
-(the quantiles in its card) — and the difficulty is the weighted mean of the ranks. A policy's
-``target_cloud_share`` becomes the difficulty at that quantile of the recent difficulties
-(``1 - share`` until enough are seen).
+Three signals, combined by the policy's ``router.weights`` (default: the first alone):
+
+- ``complexity``: the chat difficulty head's probability that the prompt needs the strong
+  tier (``defaults/router-chat.json``, trained on hand-labelled chat prompts by
+  ``hybridinfer router train-difficulty``);
+- ``learned``: the MMLU router's expected quality gain of the strong model
+  (``defaults/router-mmlu.json``), as its rank among that router's training prompts;
+- ``words``: the prompt's length in words, ranked the same way.
+
+Both heads read one MiniLM embedding of the prompt's first ``MAX_WORDS`` words. A knob's
+``max_quality_drop`` is the threshold itself; a ``target_cloud_share`` becomes the difficulty
+at that quantile of this replica's recent difficulties of the capability once ``LIVE_MIN`` are
+seen (policy ``router.calibration: live``), else of the reference quantiles in the heads'
+cards.
 
 Scoring runs on a thread of its own, bounded by the policy's ``router.timeout_ms``, and is
 cached by the prompt's content; a failure or a timeout leaves the difficulty unset and the
@@ -32,18 +39,20 @@ from hybridinfer.core.decision import Decision, Verdict
 from hybridinfer.core.plan import Subtask
 from hybridinfer.decompose.rules import split_reference
 from hybridinfer.models.embedder import Embedder
-from hybridinfer.policy.document import RouterPolicy
+from hybridinfer.policy.document import DifficultyKnob, RouterPolicy
 from hybridinfer.route.context import RouteContext
-from hybridinfer.route.learned import LearnedRouter
+from hybridinfer.route.learned import FeatureTable, LearnedRouter
 from hybridinfer.route.router import Router
 
 LIVE_MIN = 200
-"""Recent prompts a live rank needs before it replaces the reference."""
+"""Recent prompts a live threshold needs before it replaces the reference."""
 LIVE_WINDOW = 2000
 CACHE_SIZE = 4096
 MAX_WORDS = 32
-"""The learned signal reads the first words only: MiniLM costs ~7 ms for a short sentence and
-~65 ms for 200 words on 2 cores (the length signal counts every word)."""
+"""The heads read the first words only: MiniLM costs ~7 ms for a short sentence and ~65 ms
+for 200 words on 2 cores (the text statistics and the length signal count every word)."""
+PROBABILITY = "complexity"
+"""The signal that is a probability; the others enter as ranks."""
 
 
 def prompt_of(subtask: Subtask, request_inputs: Mapping[str, Any]) -> str | None:
@@ -91,40 +100,56 @@ class Ranks:
 
 @dataclass(frozen=True, slots=True)
 class Difficulty:
-    """One prompt's difficulty, with what it was read against (for the trace)."""
+    """One prompt's difficulty and its raw signals (for the trace)."""
 
     value: float
     signals: dict[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class Threshold:
+    """A knob turned into a difficulty threshold, with how (for the trace and the reason)."""
+
+    value: float
+    knob: str
     calibration: str
 
 
 class DifficultyScorer:
-    """Scores prompts; one per process, shared by every request."""
+    """Scores prompts; one per process, shared by every request.
 
-    def __init__(self, router: LearnedRouter, embedder: Callable[[], Embedder]) -> None:
-        calibration = router.card.get("calibration") or {}
-        self._reference = {
-            name: np.asarray(calibration[name], dtype=np.float64)
-            for name in ("learned", "words")
-            if name in calibration
-        }
-        self._router = router
+    ``heads`` maps a signal to its router artifact: ``complexity`` (the chat difficulty head)
+    and ``learned`` (the MMLU router, whose card also holds the length quantiles)."""
+
+    def __init__(
+        self, heads: Mapping[str, LearnedRouter], embedder: Callable[[], Embedder]
+    ) -> None:
+        self._heads = dict(heads)
+        self._reference: dict[str, np.ndarray] = {}
+        for head in self._heads.values():
+            calibration = head.card.get("calibration") or {}
+            for name in ("complexity", "learned", "words"):
+                if name in calibration:
+                    self._reference[name] = np.asarray(calibration[name], dtype=np.float64)
         self._embedder = embedder
         self._thread = concurrent.futures.ThreadPoolExecutor(1, "hybridinfer-difficulty")
         self._cache: OrderedDict[str, dict[str, float]] = OrderedDict()
-        self._live: dict[tuple[str, str], Ranks] = {}
+        self._recent: dict[str, Ranks] = {}
 
     def signals(self, text: str) -> dict[str, float]:
-        """The raw signals of ``text`` (blocking: embeds), cached by content."""
+        """The raw signals of ``text`` (blocking: embeds once for every head), cached by
+        content."""
         key = hashlib.sha256(text.encode()).hexdigest()
         found = self._cache.get(key)
         if found is not None:
             self._cache.move_to_end(key)
             return found
-        words = text.split()
-        shortened = " ".join(words[:MAX_WORDS])
-        learned = float(self._router.score([shortened], self._embedder())[0])
-        found = self._cache[key] = {"learned": learned, "words": float(len(words))}
+        found = {"words": float(len(text.split()))}
+        if self._heads:
+            table = FeatureTable.compute([text], self._embedder(), embed_words=MAX_WORDS)
+            for name, head in self._heads.items():
+                found[name] = float(head.score_features(table)[0])
+        self._cache[key] = found
         if len(self._cache) > CACHE_SIZE:
             self._cache.popitem(last=False)
         return found
@@ -136,38 +161,51 @@ class DifficultyScorer:
         raw = await asyncio.wait_for(
             loop.run_in_executor(self._thread, self.signals, text), policy.timeout_ms / 1000.0
         )
-        ranks, source = {}, "reference"
-        live_ranked = False
+        total = value = 0.0
         for name, weight in policy.weights.items():
             if weight <= 0:
                 continue
-            live = self._live.setdefault((capability, name), Ranks())
-            if policy.calibration == "live" and len(live) >= LIVE_MIN:
-                ranks[name], source = live.rank(raw[name]), f"live ({len(live)} prompts)"
-                live_ranked = True
-            else:
-                ranks[name] = self._reference_rank(name, raw[name])
-            live.add(raw[name])
-        total = sum(policy.weights[name] for name in ranks) or 1.0
-        value = sum(policy.weights[name] * rank for name, rank in ranks.items()) / total
-        # Difficulties read against the reference and against live ranks are not alike:
-        # the knob's threshold is taken among live-ranked ones only.
-        if live_ranked:
-            self._live.setdefault((capability, "difficulty"), Ranks()).add(value)
-        return Difficulty(value, {k: round(v, 4) for k, v in raw.items()}, source)
+            if name not in raw:
+                raise LookupError(f"no {name} signal: its router artifact is not loaded")
+            part = raw[name] if name == PROBABILITY else self._reference_rank(name, raw[name])
+            value += weight * part
+            total += weight
+        value /= total
+        self._recent.setdefault(capability, Ranks()).add(value)
+        return Difficulty(value, {k: round(v, 4) for k, v in raw.items()})
 
-    def threshold(self, capability: str, share: float, policy: RouterPolicy) -> tuple[float, str]:
-        """The difficulty at which ``share`` of the capability's prompts go to the cloud."""
-        recent = self._live.get((capability, "difficulty"))
+    def threshold(self, capability: str, knob: DifficultyKnob, policy: RouterPolicy) -> Threshold:
+        """The difficulty at or above which the capability's prompts go to the cloud."""
+        if knob.max_quality_drop is not None:
+            drop = knob.max_quality_drop
+            return Threshold(drop, f"max quality drop {drop:.0%}", "fixed")
+        share = knob.target_cloud_share or 0.0
+        label = f"target cloud share {share:.0%}"
+        recent = self._recent.get(capability)
         if policy.calibration == "live" and recent is not None and len(recent) >= LIVE_MIN:
-            return recent.quantile(1.0 - share), f"live ({len(recent)} prompts)"
-        return 1.0 - share, "reference"
+            return Threshold(recent.quantile(1.0 - share), label, f"live ({len(recent)} prompts)")
+        return Threshold(self._reference_quantile(1.0 - share, policy), label, "reference")
 
     def _reference_rank(self, name: str, value: float) -> float:
         table = self._reference.get(name)
         if table is None:
             return 0.5
         return float(np.searchsorted(table, value, side="right")) / len(table)
+
+    def _reference_quantile(self, share: float, policy: RouterPolicy) -> float:
+        """The weighted mean of each signal's reference quantile at ``share`` (a rank's
+        quantile is ``share`` itself); exact when one signal carries all the weight."""
+        total = value = 0.0
+        for name, weight in policy.weights.items():
+            if weight <= 0:
+                continue
+            table = self._reference.get(name) if name == PROBABILITY else None
+            part = share
+            if table is not None:
+                part = float(np.interp(share, np.linspace(0.0, 1.0, len(table)), table))
+            value += weight * part
+            total += weight
+        return value / total if total else share
 
     def close(self) -> None:
         self._thread.shutdown(wait=False, cancel_futures=True)
@@ -204,9 +242,9 @@ async def decide_reading_difficulty(
     except Exception as error:  # a slow or broken scorer never fails the request
         decision.router_note = f"difficulty not read ({type(error).__name__}): decided without it"
         return decision
-    threshold, source = scorer.threshold(subtask.capability, knob.target_cloud_share, settings)
+    threshold = scorer.threshold(subtask.capability, knob, settings)
     subtask.difficulty = difficulty.value
     context.verdicts[subtask.id] = Verdict(
-        difficulty.value, threshold, knob.target_cloud_share, source, difficulty.signals
+        difficulty.value, threshold.value, threshold.knob, threshold.calibration, difficulty.signals
     )
     return router.decide(subtask, context)

@@ -74,10 +74,18 @@ class FeatureTable:
 
     @classmethod
     def compute(
-        cls, prompts: list[str], embedder: Embedder, cache_dir: Path | None = None
+        cls,
+        prompts: list[str],
+        embedder: Embedder,
+        cache_dir: Path | None = None,
+        embed_words: int | None = None,
     ) -> FeatureTable:
-        """Embed and measure ``prompts``; embeddings are cached by content when asked."""
-        embedding = embed_with_cache(embedder, prompts, cache_dir)
+        """Embed and measure ``prompts``; embeddings are cached by content when asked.
+        ``embed_words`` embeds only each prompt's first words (the statistics read it all)."""
+        embedded = (
+            prompts if embed_words is None else [first_words(p, embed_words) for p in prompts]
+        )
+        embedding = embed_with_cache(embedder, embedded, cache_dir)
         text = text_statistics(prompts, embedder.count_tokens(prompts))
         return cls(embedding=embedding, text=text)
 
@@ -91,6 +99,11 @@ class FeatureTable:
     def rows(self, mask: npt.NDArray[np.bool_]) -> FeatureTable:
         """The table restricted to the rows where ``mask`` is true."""
         return FeatureTable(embedding=self.embedding[mask], text=self.text[mask])
+
+
+def first_words(text: str, count: int) -> str:
+    """The first ``count`` words of ``text``, joined by single spaces."""
+    return " ".join(text.split()[:count])
 
 
 def embed_with_cache(embedder: Embedder, prompts: list[str], cache_dir: Path | None) -> FloatMatrix:
@@ -138,6 +151,8 @@ class LearnedRouter:
     heads: list[Head]
     embedder: dict[str, Any] = field(default_factory=dict)
     card: dict[str, Any] = field(default_factory=dict)
+    embed_words: int | None = None
+    """Only the prompt's first words are embedded (as in training), when set."""
 
     def score_features(self, table: FeatureTable) -> npt.NDArray[np.float64]:
         """Scores from precomputed features (what training and evaluation use)."""
@@ -149,7 +164,9 @@ class LearnedRouter:
 
     def score(self, prompts: list[str], embedder: Embedder) -> npt.NDArray[np.float64]:
         """Scores of raw prompts: embed, measure, then apply the heads."""
-        return self.score_features(FeatureTable.compute(prompts, embedder))
+        return self.score_features(
+            FeatureTable.compute(prompts, embedder, embed_words=self.embed_words)
+        )
 
     def check_embedder(self, embedder: Embedder) -> None:
         """Warn when the embedder differs from the one the router was trained with."""
@@ -169,6 +186,7 @@ class LearnedRouter:
             "features": list(self.features),
             "text_statistics": list(TEXT_STATISTICS),
             "embedder": self.embedder,
+            "embed_words": self.embed_words,
             "heads": [
                 {
                     "predicts": head.predicts,
@@ -213,11 +231,13 @@ class LearnedRouter:
                 heads=heads,
                 embedder=dict(document.get("embedder", {})),
                 card=dict(document.get("card", {})),
+                embed_words=document.get("embed_words"),
             )
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as error:
             raise ConfigError(f"{path} is not a readable router artifact ({error})") from None
 
 
-def bundled_router_path() -> Path:
-    """The router trained on RouteLLM's MMLU outcomes that ships with the package."""
-    return Path(__file__).resolve().parent.parent / "defaults" / "router-mmlu.json"
+def bundled_router_path(name: str = "mmlu") -> Path:
+    """A router that ships with the package: ``mmlu`` (trained on RouteLLM's MMLU outcomes)
+    or ``chat`` (the chat difficulty head, trained on hand-labelled prompts)."""
+    return Path(__file__).resolve().parent.parent / "defaults" / f"router-{name}.json"

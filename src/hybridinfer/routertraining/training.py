@@ -63,13 +63,13 @@ def fit_router(table: FeatureTable, outcomes: Outcomes, candidate: Candidate) ->
     else:
         raise ValueError(f"unknown router target {candidate.target!r}")
     heads = [
-        _fit_head(matrix, labels, candidate.regularization, name, sign)
+        fit_head(matrix, labels, candidate.regularization, name, sign)
         for name, sign, labels in targets
     ]
     return LearnedRouter(features=candidate.features, heads=heads)
 
 
-def _fit_head(
+def fit_head(
     matrix: npt.NDArray[np.float64],
     labels: npt.NDArray[np.bool_],
     regularization: float,

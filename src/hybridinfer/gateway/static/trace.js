@@ -84,10 +84,20 @@ function renderDecisions(container, decisions) {
     container.append(htmlEl("div", { class: "decision", "data-subtask": decision.subtask }, [
       htmlEl("strong", { text: `${decision.subtask} → ${decision.chosen} (${decision.tier})` }),
       htmlEl("p", { class: "reason", text: decision.reason }),
+      difficultyLine(decision),
       htmlEl("small", { text: `policy ${decision.policy_version}` + (decision.rules.length ? ` · rules ${decision.rules.join(", ")}` : "") + (decision.fallbacks.length ? ` · fallbacks ${decision.fallbacks.join(", ")}` : "") }),
       table,
     ]));
   }
+}
+
+// The prompt's difficulty against the knob's threshold, or why it was not read.
+function difficultyLine(decision) {
+  const d = decision.difficulty;
+  if (!d) return htmlEl("p", { class: "difficulty", text: decision.router_note ? `difficulty: ${decision.router_note}` : "" });
+  const signals = Object.entries(d.signals || {}).map(([k, v]) => `${k} ${fmt(v, 3)}`).join(", ");
+  const sign = d.action === "cloud" ? "≥" : "<";
+  return htmlEl("p", { class: "difficulty", text: `difficulty ${fmt(d.difficulty, 3)} ${sign} ${fmt(d.threshold, 3)} (${d.knob}, ${d.calibration}) → ${d.action}` + (signals ? ` · signals: ${signals}` : "") });
 }
 
 // Stages at their offsets, attempts under execute at theirs.

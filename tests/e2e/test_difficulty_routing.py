@@ -1,0 +1,81 @@
+"""The router reads the prompt, on a real `hybridinfer up` with its real LLM servers: hard chats
+(multi-step maths, proofs, algorithms, system design) go to the cloud tier with
+``model: "auto"``, easy ones (greetings, thanks, short facts) stay local, and each trace shows
+the difficulty and the threshold it was held against.
+
+The prompts come from two sets written for evaluation before the difficulty head's scores on
+them were looked at, neither part of its training data (``routertraining/prompts``):
+``tests/llm/prompts/difficulty-heldout.yaml`` and ``bench/prompts/difficulty.yaml``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from hybridinfer.routertraining.difficultyhead import default_prompts_path, load_labelled
+from tests.conftest import REPO
+from tests.e2e.conftest import Running
+
+pytestmark = pytest.mark.integration
+
+SETS = {
+    "heldout": REPO / "tests" / "llm" / "prompts" / "difficulty-heldout.yaml",
+    "bench": REPO / "bench" / "prompts" / "difficulty.yaml",
+}
+SHARE = 0.9
+"""Of each set's hard prompts at least this share reach the cloud; of its easy ones at least
+this share stay local."""
+
+
+def prompt_sets() -> dict[str, dict[str, list[str]]]:
+    return {name: yaml.safe_load(path.read_text(encoding="utf-8")) for name, path in SETS.items()}
+
+
+def test_the_sets_are_large_enough_and_not_training_data() -> None:
+    training = set(load_labelled(default_prompts_path()).prompts)
+    normalised = {" ".join(p.lower().split()) for p in training}
+    for name, sets in prompt_sets().items():
+        for kind in ("easy", "hard"):
+            assert len(sets[kind]) >= 30, (name, kind)
+            overlap = [p for p in sets[kind] if " ".join(p.lower().split()) in normalised]
+            assert not overlap, f"{name}/{kind} holds training prompts: {overlap}"
+
+
+def placed(client: httpx.Client, text: str) -> tuple[str, dict[str, Any]]:
+    """The tier a chat ran on and its route decision's difficulty entry (from the trace)."""
+    body = {"model": "auto", "messages": [{"role": "user", "content": text}], "max_tokens": 4}
+    response = client.post("/v1/chat/completions", json=body, timeout=120)
+    assert response.status_code == 200, response.text
+    request_id = response.headers["X-Request-ID"]
+    trace = client.get(f"/v1/traces/{request_id}").json()
+    decisions = [d for d in trace["decisions"] if d.get("capability") == "chat"]
+    assert decisions, trace
+    difficulty = decisions[0]["difficulty"]
+    assert difficulty is not None, decisions[0].get("router_note")
+    return response.headers["X-Hybridinfer-Tier"], difficulty
+
+
+@pytest.mark.parametrize("name", list(SETS))
+def test_hard_chats_go_to_the_cloud_and_easy_ones_stay_local(fresh_up: Running, name: str) -> None:
+    sets = prompt_sets()[name]
+    results: dict[str, list[tuple[str, str, float]]] = {"easy": [], "hard": []}
+    with fresh_up.client() as client:
+        for kind in ("hard", "easy"):
+            for text in sets[kind]:
+                tier, difficulty = placed(client, text)
+                assert 0.0 <= difficulty["difficulty"] <= 1.0
+                assert difficulty["threshold"] == pytest.approx(0.5)
+                assert difficulty["knob"] == "max quality drop 50%"
+                assert difficulty["action"] == ("cloud" if tier == "cloud" else "local")
+                results[kind].append((text, tier, difficulty["difficulty"]))
+    hard_cloud = [r for r in results["hard"] if r[1] == "cloud"]
+    easy_local = [r for r in results["easy"] if r[1] == "local"]
+    misplaced = [r for r in results["hard"] if r[1] != "cloud"] + [
+        r for r in results["easy"] if r[1] != "local"
+    ]
+    assert len(hard_cloud) >= SHARE * len(results["hard"]), misplaced
+    assert len(easy_local) >= SHARE * len(results["easy"]), misplaced
