@@ -10,6 +10,7 @@ them were looked at, neither part of its training data (``routertraining/prompts
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -46,36 +47,42 @@ def test_the_sets_are_large_enough_and_not_training_data() -> None:
 
 
 def placed(client: httpx.Client, text: str) -> tuple[str, dict[str, Any]]:
-    """The tier a chat ran on and its route decision's difficulty entry (from the trace)."""
+    """The tier the router chose for a chat and its decision's difficulty entry (from the
+    trace). The answer comes from that tier, or — when the privacy gate found a name (a
+    mathematician's, say) and refused the public zone — from the private tier, as it must."""
     body = {"model": "auto", "messages": [{"role": "user", "content": text}], "max_tokens": 4}
     response = client.post("/v1/chat/completions", json=body, timeout=120)
     assert response.status_code == 200, response.text
-    request_id = response.headers["X-Request-ID"]
-    trace = client.get(f"/v1/traces/{request_id}").json()
-    decisions = [d for d in trace["decisions"] if d.get("capability") == "chat"]
-    assert decisions, trace
-    difficulty = decisions[0]["difficulty"]
-    assert difficulty is not None, decisions[0].get("router_note")
-    return response.headers["X-Hybridinfer-Tier"], difficulty
+    trace = client.get(f"/v1/traces/{response.headers['X-Request-ID']}").json()
+    (decision,) = trace["decisions"]  # a chat is one subtask
+    difficulty = decision["difficulty"]
+    assert difficulty is not None, decision["router_note"]
+    assert f"Difficulty {difficulty['difficulty']:.2f}" in decision["reason"]
+    assert 0.0 <= difficulty["difficulty"] <= 1.0
+    assert difficulty["threshold"] == pytest.approx(0.5)
+    assert difficulty["knob"] == "max quality drop 50%"
+    assert difficulty["action"] == ("cloud" if decision["tier"] == "cloud" else "local")
+    served = response.headers["X-Hybridinfer-Tier"]
+    if served != decision["tier"]:
+        refusals = [a["error_code"] for a in trace["attempts"] if a["status"] == "error"]
+        assert decision["tier"] == "cloud", json.dumps(trace)
+        assert refusals == ["privacy_violation"], json.dumps(trace)
+        assert served == "local", json.dumps(trace)
+    return decision["tier"], difficulty
 
 
 @pytest.mark.parametrize("name", list(SETS))
 def test_hard_chats_go_to_the_cloud_and_easy_ones_stay_local(fresh_up: Running, name: str) -> None:
     sets = prompt_sets()[name]
-    results: dict[str, list[tuple[str, str, float]]] = {"easy": [], "hard": []}
+    placements: dict[str, list[tuple[str, str, float]]] = {"easy": [], "hard": []}
     with fresh_up.client() as client:
         for kind in ("hard", "easy"):
             for text in sets[kind]:
                 tier, difficulty = placed(client, text)
-                assert 0.0 <= difficulty["difficulty"] <= 1.0
-                assert difficulty["threshold"] == pytest.approx(0.5)
-                assert difficulty["knob"] == "max quality drop 50%"
-                assert difficulty["action"] == ("cloud" if tier == "cloud" else "local")
-                results[kind].append((text, tier, difficulty["difficulty"]))
-    hard_cloud = [r for r in results["hard"] if r[1] == "cloud"]
-    easy_local = [r for r in results["easy"] if r[1] == "local"]
-    misplaced = [r for r in results["hard"] if r[1] != "cloud"] + [
-        r for r in results["easy"] if r[1] != "local"
-    ]
-    assert len(hard_cloud) >= SHARE * len(results["hard"]), misplaced
-    assert len(easy_local) >= SHARE * len(results["easy"]), misplaced
+                placements[kind].append((text, tier, difficulty["difficulty"]))
+    misplaced = [p for p in placements["hard"] if p[1] != "cloud"]
+    misplaced += [p for p in placements["easy"] if p[1] != "local"]
+    hard_cloud = sum(p[1] == "cloud" for p in placements["hard"])
+    easy_local = sum(p[1] == "local" for p in placements["easy"])
+    assert hard_cloud >= SHARE * len(placements["hard"]), misplaced
+    assert easy_local >= SHARE * len(placements["easy"]), misplaced

@@ -341,14 +341,22 @@ class ControlPlane:
             await backend.aclose()
 
     async def _warm_names(self) -> None:
-        """Start loading the name model in the background (seconds; requests that need it
-        wait within their deadlines)."""
+        """Start loading the name model and the difficulty scorer in the background (seconds;
+        requests that need the name model wait within their deadlines, those that would read
+        the difficulty decide without it until it is loaded)."""
         if self.names is not None:
             self.names.warm()
+        if self.difficulty is not None:
+            self.difficulty.warm()
 
     def _loading(self) -> str | None:
-        """Readiness waits for the name model: calls to the public zone would wait for it."""
-        return "the name model" if self.names is not None and not self.names.loaded else None
+        """Readiness waits for the name model (calls to the public zone would wait for it) and
+        for the difficulty scorer (chats would be placed without reading their prompt)."""
+        if self.names is not None and not self.names.loaded:
+            return "the name model"
+        if self.difficulty is not None and not self.difficulty.loaded:
+            return "the difficulty model"
+        return None
 
     async def _close_names(self) -> None:
         if self.names is not None:

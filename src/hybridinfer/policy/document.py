@@ -203,7 +203,13 @@ class RouterPolicy(_Strict):
         "difficulty head's probability), learned (the MMLU router's rank), words (the length's "
         "rank); ranks are read against the MMLU router's training prompts",
     )
-    timeout_ms: float = Field(50.0, gt=0.0, le=10_000.0)
+    timeout_ms: float = Field(
+        250.0,
+        gt=0.0,
+        le=10_000.0,
+        description="how long a decision waits for the score; one that waits longer is "
+        "placed without it (docs/routing.md has the measured cost)",
+    )
     calibration: Literal["live", "reference"] = Field(
         "live",
         description="for target_cloud_share: read the threshold among this replica's recent "

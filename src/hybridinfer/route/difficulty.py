@@ -135,6 +135,19 @@ class DifficultyScorer:
         self._thread = concurrent.futures.ThreadPoolExecutor(1, "hybridinfer-difficulty")
         self._cache: OrderedDict[str, dict[str, float]] = OrderedDict()
         self._recent: dict[str, Ranks] = {}
+        self._warmed: concurrent.futures.Future[dict[str, float]] | None = None
+
+    def warm(self) -> None:
+        """Load the embedder and score once on the scoring thread, in the background (a
+        second or two): the first request's scoring would not fit its time bound."""
+        if self._warmed is None:
+            self._warmed = self._thread.submit(self._score_text, "warm up")
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the warm-up has finished (a failed one counts: requests decide without the
+        difficulty and say why, rather than wait)."""
+        return self._warmed is not None and self._warmed.done()
 
     def signals(self, text: str) -> dict[str, float]:
         """The raw signals of ``text`` (blocking: embeds once for every head), cached by
@@ -144,14 +157,17 @@ class DifficultyScorer:
         if found is not None:
             self._cache.move_to_end(key)
             return found
+        found = self._cache[key] = self._score_text(text)
+        if len(self._cache) > CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return found
+
+    def _score_text(self, text: str) -> dict[str, float]:
         found = {"words": float(len(text.split()))}
         if self._heads:
             table = FeatureTable.compute([text], self._embedder(), embed_words=MAX_WORDS)
             for name, head in self._heads.items():
                 found[name] = float(head.score_features(table)[0])
-        self._cache[key] = found
-        if len(self._cache) > CACHE_SIZE:
-            self._cache.popitem(last=False)
         return found
 
     async def score(self, capability: str, text: str, policy: RouterPolicy) -> Difficulty:
