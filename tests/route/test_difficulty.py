@@ -200,3 +200,37 @@ def test_conditions_read_the_difficulty() -> None:
     )
     assert policy.rules[0].condition is not None
     assert RouterPolicy().capabilities["chat"].max_quality_drop == 0.5
+
+
+@pytest.mark.integration
+async def test_the_shipped_head_holds_an_applied_cloud_share_on_tweets(embedder: Any) -> None:
+    """The real chat head on MiniLM: a policy asking for 10 % or 30 % of chats on the cloud
+    gets that share ± 5 points of 250 tweets (not MMLU questions, not chat), once 250 others
+    warmed the live threshold."""
+    import csv
+
+    from hybridinfer.modelzoo.datasets import tweets_csv_path
+    from hybridinfer.route.learned import bundled_router_path
+
+    with tweets_csv_path().open(newline="", encoding="utf-8", errors="replace") as handle:
+        texts = [row["text"] for row in csv.DictReader(handle) if len(row["text"].split()) >= 2]
+    sample = [texts[int(i)] for i in np.random.default_rng(1).permutation(len(texts))[:500]]
+    head = LearnedRouter.load(bundled_router_path("chat"))
+    shares = {}
+    for knob in ("{target_cloud_share: 0.1}", "{target_cloud_share: 0.3}"):
+        scorer = DifficultyScorer({"complexity": head}, lambda: embedder)
+        policy = (
+            f"version: knob-1\nrouter:\n  timeout_ms: 10000\n  capabilities: {{chat: {knob}}}\n"
+        )
+        routing = router(policy)
+        tiers = []
+        for text in sample:
+            subtask, inputs = chat(text)
+            context = routing.context(RouteOptions("auto", "balanced", None))
+            decision = await decide_reading_difficulty(routing, scorer, subtask, context, inputs)
+            assert decision.verdict is not None, decision.router_note
+            tiers.append(decision.chosen.node.tier)
+        shares[knob] = tiers[250:].count(Tier.CLOUD) / 250
+        scorer.close()
+    assert shares["{target_cloud_share: 0.1}"] == pytest.approx(0.1, abs=0.05), shares
+    assert shares["{target_cloud_share: 0.3}"] == pytest.approx(0.3, abs=0.05), shares

@@ -1,10 +1,11 @@
 """``hybridinfer demo``: a mixed workload against a running gateway, and where each part ran.
 
-Two easy chats, three hard ones (a proof the difficulty head reads as hard; a long input the
-local LLM cannot take; one asking for quality), a sentiment text holding personal data, a redact-and-summarise, a digit image to
-describe and a free-form question (``task: "auto"``), sent one after another (the demo LLMs
-answer one request at a time). Then one table row per subtask: its tier, node, model, status,
-latency and the router's reason. The gateway decides everything; the demo only asks and shows.
+Two easy chats, three hard ones (a proof the difficulty head reads as hard; a long input
+the local LLM cannot take; one asking for quality), a sentiment text holding personal data,
+a redact-and-summarise, a digit image to describe and a free-form question
+(``task: "auto"``), sent one after another (the demo LLMs answer one request at a time).
+Then one table row per subtask: its tier, node, model, status, latency and the router's
+reason. The gateway decides everything; the demo only asks and shows.
 """
 
 from __future__ import annotations
