@@ -84,11 +84,15 @@ def s3_server() -> Iterator[str]:
 
 @contextmanager
 def node_process(
-    *args: str, env: dict[str, str] | None = None, context: ssl.SSLContext | None = None
+    *args: str,
+    env: dict[str, str] | None = None,
+    context: ssl.SSLContext | None = None,
+    port: int | None = None,
 ) -> Iterator[str]:
-    """`hybridinfer node` with ``args`` on a free port; yields its base URL once ready
-    (``https`` when ``context``, which must trust the node's certificate, is given)."""
-    port = free_port()
+    """`hybridinfer node` with ``args`` on ``port`` (default: a free one); yields its base URL
+    once ready (``https`` when ``context``, which must trust the node's certificate, is
+    given)."""
+    port = port or free_port()
     command = [sys.executable, "-m", "hybridinfer", "node", "--port", str(port), *args]
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"hybridinfer-node-{port}.log"
     with log.open("wb") as output:

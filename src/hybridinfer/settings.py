@@ -478,6 +478,22 @@ class NodeSettings(BaseSettings):
     advertise_url: str | None = Field(
         None, description="URL the control plane calls; default http://host:port."
     )
+    grpc_port: int | None = Field(
+        None,
+        ge=1,
+        le=65535,
+        description="Also serve the Open Inference Protocol over gRPC on this port (with the "
+        "same TLS as REST), and register it: the gateway then calls the node over gRPC.",
+    )
+    grpc_advertise_url: str | None = Field(
+        None,
+        pattern=r"^grpcs?://[^/]+$",
+        description="gRPC endpoint the control plane calls; default grpc://host:grpc_port "
+        "(grpcs:// with TLS).",
+    )
+    grpc_max_message_bytes: int = Field(
+        4 * 1024 * 1024, gt=0, description="Largest gRPC message the node takes or sends."
+    )
     models: list[str] = Field(default_factory=list, description="Model names to serve.")
     models_dir: Path = Field(Path(".hybridinfer/models"), description="Built models.")
     control_plane: str | None = Field(None, description="Gateway URL to register with.")
@@ -551,3 +567,11 @@ class NodeSettings(BaseSettings):
     def url(self) -> str:
         scheme = "https" if self.tls_cert_file is not None else "http"
         return (self.advertise_url or f"{scheme}://{self.host}:{self.port}").rstrip("/")
+
+    @property
+    def grpc_url(self) -> str | None:
+        """The gRPC endpoint it registers, or None when it serves no gRPC."""
+        if self.grpc_port is None:
+            return None
+        scheme = "grpcs" if self.tls_cert_file is not None else "grpc"
+        return self.grpc_advertise_url or f"{scheme}://{self.host}:{self.grpc_port}"

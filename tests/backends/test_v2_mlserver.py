@@ -1,4 +1,5 @@
-"""Acceptance: our `v2` backend against a real MLServer serving a sklearn model the test trains.
+"""Acceptance: our `v2` backend against a real MLServer serving a sklearn model the test trains,
+over REST and over gRPC (MLServer's own gRPC port).
 
 MLServer's pins clash with ours, so it lives in its own venv under ``.hybridinfer/`` (created
 here on first use from PyPI: mlserver 1.7.1 + mlserver-sklearn, uvloop pinned to 0.21.0 because
@@ -52,8 +53,9 @@ def mlserver_venv() -> Path:
 
 
 @pytest.fixture(scope="module")
-def mlserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, object]]:
-    """MLServer serving a logistic regression on sklearn's digits; yields (url, model)."""
+def mlserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, object, str]]:
+    """MLServer serving a logistic regression on sklearn's digits; yields (url, model,
+    grpc_url)."""
     joblib = require("joblib")
     datasets = require("sklearn.datasets")
     linear = require("sklearn.linear_model")
@@ -71,10 +73,10 @@ def mlserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, ob
             }
         )
     )
-    port = free_port()
+    port, grpc_port = free_port(), free_port()
     settings = {
         "http_port": port,
-        "grpc_port": free_port(),
+        "grpc_port": grpc_port,
         "metrics_port": free_port(),
         "parallel_workers": 0,
     }
@@ -86,7 +88,7 @@ def mlserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, ob
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for(f"{url}/v2/models/{MODEL}/ready", seconds=90)
-        yield url, model
+        yield url, model, f"grpc://127.0.0.1:{grpc_port}"
     finally:
         process.terminate()
         process.wait(timeout=30)
@@ -108,13 +110,24 @@ def deployment(model: str = MODEL) -> Deployment:
     )
 
 
-async def test_v2_backend_matches_sklearns_own_prediction(mlserver: tuple[str, object]) -> None:
-    url, model = mlserver
+@pytest.mark.parametrize("transport", ["rest", "grpc"])
+async def test_v2_backend_matches_sklearns_own_prediction(
+    mlserver: tuple[str, object, str], transport: str
+) -> None:
+    url, model, grpc_url = mlserver
     datasets = require("sklearn.datasets")
     digits = datasets.load_digits()
-    node = Node(id="mlserver", tier=Tier.CLOUD, zone=Zone.PUBLIC, url=url, protocol="v2")
+    node = Node(
+        id="mlserver",
+        tier=Tier.CLOUD,
+        zone=Zone.PUBLIC,
+        url=url,
+        protocol="v2",
+        grpc_url=grpc_url if transport == "grpc" else None,
+    )
     backend = V2Backend()
     try:
+        assert await backend.probe(node, 5.0)  # gRPC: MLServer's ServerReady (no grpc.health)
         for row in digits.data[1500:1510]:
             answer = await backend.infer(node, deployment(), {"pixels": row.tolist()}, 10.0)
             expected = model.predict_proba(row.reshape(1, -1))[0]  # type: ignore[attr-defined]

@@ -20,6 +20,7 @@ from hybridinfer.models.catalog import deployment_info
 from hybridinfer.models.catalog import versions as catalog_versions
 from hybridinfer.node.agent import NodeAgent
 from hybridinfer.node.app import create_node_app
+from hybridinfer.node.grpcserver import grpc_serving
 from hybridinfer.node.history import RequestHistory
 from hybridinfer.node.loader import ModelLoader
 from hybridinfer.node.puller import ModelPuller
@@ -88,6 +89,7 @@ def _registration(settings: NodeSettings, repository: ModelRepository) -> NodeRe
         tier=settings.tier,
         zone=settings.zone,
         url=settings.url,
+        grpc_url=settings.grpc_url,
         deployments=[deployment_info(card, settings.cost_per_call) for card in repository.cards()],
     )
 
@@ -163,7 +165,11 @@ async def serve_node(settings: NodeSettings) -> None:
         )
     )
     freeze_startup_heap()  # the models are loaded: what is alive now lives as long as the node
-    await server.serve()
+    if settings.grpc_port is None:
+        await server.serve()
+        return
+    async with grpc_serving(repository, settings):
+        await server.serve()
 
 
 @click.command()
@@ -173,6 +179,7 @@ async def serve_node(settings: NodeSettings) -> None:
 @click.option("--zone", type=click.Choice(["private", "public"]), default=None)
 @click.option("--host", default=None)
 @click.option("--port", type=int, default=None)
+@click.option("--grpc-port", type=int, default=None, help="Also serve V2 over gRPC here.")
 @click.option("--models", default=None, help="Comma-separated model names.")
 @click.option("--models-dir", type=click.Path(path_type=Path), default=None)
 @click.option("--control-plane", default=None, help="Gateway URL to register with.")
@@ -191,6 +198,7 @@ def node(
     zone: str | None,
     host: str | None,
     port: int | None,
+    grpc_port: int | None,
     models: str | None,
     models_dir: Path | None,
     control_plane: str | None,
@@ -210,6 +218,7 @@ def node(
         "zone": zone,
         "host": host,
         "port": port,
+        "grpc_port": grpc_port,
         "models": models.split(",") if models else None,
         "models_dir": models_dir,
         "control_plane": control_plane,

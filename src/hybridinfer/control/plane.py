@@ -61,7 +61,7 @@ from hybridinfer.policy.document import BudgetPolicy, default_policy_path
 from hybridinfer.queue import open_queue
 from hybridinfer.route.router import Router
 from hybridinfer.server.shedding import GatewayLoad
-from hybridinfer.server.tls import node_client_context
+from hybridinfer.server.tls import node_client_context, node_grpc_credentials
 from hybridinfer.settings import Settings
 from hybridinfer.signals.breaker import Breakers
 from hybridinfer.signals.budget import BudgetState, Ledger, MemoryLedger
@@ -172,7 +172,7 @@ class ControlPlane:
         self.openai = OpenAIBackend(tls=tls)
         self.backends: dict[str, Backend] = {
             "onnx": local_backend,
-            "v2": V2Backend(tls=tls),
+            "v2": V2Backend(tls=tls, grpc_credentials=node_grpc_credentials(settings)),
             InProcessBackend.protocol: steps_backend,
             TFServingBackend.protocol: TFServingBackend(tls=tls),
             OpenAIBackend.protocol: self.openai,

@@ -75,6 +75,13 @@ class NodeRegistration(_Body):
     protocol: Literal["v2", "openai"] = Field(
         "v2", description="`v2` (Open Inference Protocol) or `openai` (OpenAI-compatible API)."
     )
+    grpc_url: str | None = Field(
+        None,
+        max_length=500,
+        pattern=r"^grpcs?://[^/]+$",
+        description="`v2` only: the node's Open Inference Protocol gRPC endpoint "
+        "(`grpc://host:port`, `grpcs://` with TLS); the gateway then calls it over gRPC.",
+    )
     deployments: list[DeploymentInfo] = Field(default_factory=list)
 
 

@@ -155,6 +155,9 @@ class Node:
     url: str
     protocol: str
     deployments: list[Deployment] = field(default_factory=list)
+    grpc_url: str | None = None
+    """The node's V2 gRPC endpoint (``grpc://`` or ``grpcs://host:port``), when it serves one:
+    the V2 backend then calls it rather than ``url``."""
     status: NodeStatus = NodeStatus.READY
     load: float = 0.0
     in_flight: int = 0
@@ -177,6 +180,7 @@ class Node:
             "zone": self.zone.value,
             "url": self.url,
             "protocol": self.protocol,
+            "grpc_url": self.grpc_url,
             "status": self.status.value,
             "load": self.load,
             "in_flight": self.in_flight,

@@ -1,4 +1,5 @@
-"""TLS between the tiers: server options for uvicorn and client contexts for aiohttp.
+"""TLS between the tiers: server options for uvicorn, client contexts for aiohttp and channel
+credentials for gRPC.
 
 Certificates, keys and CA bundles come from files (mounted secrets). A server presents its
 certificate; with a CA bundle it also verifies the client certificates callers present
@@ -15,6 +16,8 @@ from __future__ import annotations
 import ssl
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import grpc
 
 from hybridinfer.errors import ConfigError
 
@@ -70,4 +73,23 @@ def node_client_context(settings: Settings) -> ssl.SSLContext | None:
         return None
     return client_context(
         settings.tls_ca_file, settings.tls_client_cert_file, settings.tls_client_key_file
+    )
+
+
+def _pem(path: Path | None) -> bytes | None:
+    if path is None:
+        return None
+    _readable(path)
+    return path.read_bytes()
+
+
+def node_grpc_credentials(settings: Settings) -> grpc.ChannelCredentials | None:
+    """How the gateway calls nodes over gRPC (``grpcs://``), from the same files as
+    ``node_client_context``: None (the system's CAs, no client certificate) unless set."""
+    if settings.tls_ca_file is None and settings.tls_client_cert_file is None:
+        return None
+    return grpc.ssl_channel_credentials(
+        root_certificates=_pem(settings.tls_ca_file),
+        private_key=_pem(settings.tls_client_key_file),
+        certificate_chain=_pem(settings.tls_client_cert_file),
     )

@@ -155,4 +155,5 @@ def node_from_registration(registration: NodeRegistration) -> Node:
         url=registration.url.rstrip("/"),
         protocol=registration.protocol,
         deployments=[deployment_from_info(registration.id, d) for d in registration.deployments],
+        grpc_url=registration.grpc_url,
     )
