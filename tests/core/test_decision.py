@@ -25,6 +25,7 @@ def test_a_candidate_rounds_its_figures_and_says_what_rejected_it() -> None:
         "score": 0.1235,
         "expected_latency_ms": 1.235,
         "quality": 0.8,
+        "expected_quality": None,
         "cost_per_call": 0.001,
         "rejected_by": None,
         "detail": "",

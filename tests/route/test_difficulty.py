@@ -234,3 +234,28 @@ async def test_the_shipped_head_holds_an_applied_cloud_share_on_tweets(embedder:
         scorer.close()
     assert shares["{target_cloud_share: 0.1}"] == pytest.approx(0.1, abs=0.05), shares
     assert shares["{target_cloud_share: 0.3}"] == pytest.approx(0.3, abs=0.05), shares
+
+
+async def test_expected_quality_follows_the_difficulty() -> None:
+    """On an easy prompt every candidate is expected to answer as well as the best; on a hard
+    one each keeps its registered figure (0.3 local, 0.35 cloud here)."""
+    scorer, _ = fake_scorer()
+    routing = router()
+    expected = {}
+    for name, text in (("easy", "hi"), ("hard", "prove it " + "word " * 90)):
+        subtask, inputs = chat(text)
+        context = routing.context(RouteOptions("auto", "balanced", None))
+        decision = await decide_reading_difficulty(routing, scorer, subtask, context, inputs)
+        assert subtask.difficulty is not None
+        expected[name] = {c.node.tier: c.expected_quality for c in decision.candidates}
+        best, local = 0.35, 0.3
+        assert expected[name][Tier.CLOUD] == pytest.approx(best)
+        assert expected[name][Tier.LOCAL] == pytest.approx(
+            best - (best - local) * subtask.difficulty
+        )
+        assert "expected quality" in decision.reason
+    assert expected["easy"][Tier.LOCAL] > expected["hard"][Tier.LOCAL]
+    plain, inputs = chat("hi")  # no difficulty read (prefer=quality): the registered figures
+    context = routing.context(RouteOptions("auto", "quality", None))
+    decision = await decide_reading_difficulty(routing, scorer, plain, context, inputs)
+    assert all(c.expected_quality is None for c in decision.candidates)

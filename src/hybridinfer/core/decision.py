@@ -18,6 +18,8 @@ class Candidate:
     rejected_by: str | None = None
     detail: str = ""
     expected_latency_ms: float = 0.0
+    expected_quality: float | None = None
+    """Its quality on this prompt, when the prompt's difficulty was read (else its figure)."""
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -27,6 +29,9 @@ class Candidate:
             "score": None if self.score is None else round(self.score, 4),
             "expected_latency_ms": round(self.expected_latency_ms, 3),
             "quality": self.deployment.quality,
+            "expected_quality": None
+            if self.expected_quality is None
+            else round(self.expected_quality, 4),
             "cost_per_call": self.deployment.cost_per_call,
             "rejected_by": self.rejected_by,
             "detail": self.detail,

@@ -58,9 +58,13 @@ def _scored(
 ) -> str:
     chosen = ranked[0]
     best = max(ranked, key=lambda c: c.score or 0.0)
-    facts = (
-        f"~{chosen.expected_latency_ms:.1f} ms, cost {chosen.deployment.cost_per_call:g}, "
+    quality = (
         f"quality {chosen.deployment.quality:.3f}"
+        if chosen.expected_quality is None
+        else f"expected quality {chosen.expected_quality:.3f} on this prompt"
+    )
+    facts = (
+        f"~{chosen.expected_latency_ms:.1f} ms, cost {chosen.deployment.cost_per_call:g}, {quality}"
     )
     if best is chosen or (best.score or 0.0) <= (chosen.score or 0.0):
         return f"{where(chosen)} scores best for prefer={options.prefer} ({facts})"

@@ -68,10 +68,27 @@ def _goodness(values: Sequence[float], tolerance: float, higher_is_better: bool)
     return [(high - value) / (high - low) for value in values]
 
 
-def _score(candidates: list[Candidate], weights: Weights) -> None:
+def expected_quality(quality: float, best: float, difficulty: float) -> float:
+    """A deployment's expected quality on one prompt of known difficulty: its registered
+    figure on a hard prompt (1), the best candidate's on an easy one (0: any of them answers
+    it well), linear between — the gap to the best grows with the chance the prompt needs it."""
+    return best - (best - quality) * difficulty
+
+
+def _score(candidates: list[Candidate], weights: Weights, difficulty: float | None) -> None:
     latency = _goodness([c.expected_latency_ms for c in candidates], _LATENCY_TOLERANCE_MS, False)
     cost = _goodness([c.deployment.cost_per_call for c in candidates], _COST_TOLERANCE, False)
-    quality = _goodness([c.deployment.quality for c in candidates], _QUALITY_TOLERANCE, True)
+    if difficulty is not None:
+        best = max(c.deployment.quality for c in candidates)
+        for candidate in candidates:
+            candidate.expected_quality = expected_quality(
+                candidate.deployment.quality, best, difficulty
+            )
+    qualities = [
+        c.deployment.quality if c.expected_quality is None else c.expected_quality
+        for c in candidates
+    ]
+    quality = _goodness(qualities, _QUALITY_TOLERANCE, True)
     for index, candidate in enumerate(candidates):
         candidate.score = (
             weights.latency * latency[index]
@@ -163,7 +180,7 @@ class Router:
         survivors = self._apply_rollouts(subtask, context, policy, survivors)
         survivors = self._apply_budget(survivors, context, policy)
         survivors = self._apply_slo(survivors, options)
-        _score(survivors, policy.policy.weights(options.prefer))
+        _score(survivors, policy.policy.weights(options.prefer), subtask.difficulty)
         # The knob trades quality for cost at the caller's balance; prefer=quality, latency or
         # cost keep their own weights (quality never below balanced's answer).
         knob_applies = options.route == "auto" and options.prefer == "balanced"

@@ -73,7 +73,7 @@ function renderDecisions(container, decisions) {
       htmlEl("td", { text: `${c.tier}/${c.zone}` }),
       htmlEl("td", { text: c.score === null ? "–" : fmt(c.score, 3) }),
       htmlEl("td", { text: fmt(c.expected_latency_ms) }),
-      htmlEl("td", { text: c.quality === null || c.quality === undefined ? "–" : fmt(c.quality, 3) }),
+      htmlEl("td", { text: c.quality === null || c.quality === undefined ? "–" : c.expected_quality === null || c.expected_quality === undefined ? fmt(c.quality, 3) : `${fmt(c.expected_quality, 3)} (${fmt(c.quality, 3)} on hard prompts)` }),
       htmlEl("td", { text: c.rejected_by ? `rejected: ${c.rejected_by}` : c.deployment === decision.chosen ? "chosen" : "fallback" }),
       htmlEl("td", { text: c.detail || "" }),
     ]));
