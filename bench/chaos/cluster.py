@@ -149,6 +149,17 @@ class Cluster:
         url = f"http://{address}:{NODE_PORT}"
         return self._spawn(node_id, namespace.command(command), env, url)
 
+    def set_faults(self, node_id: str, **faults: float) -> None:
+        """Put ``faults`` (``node/faults.py``: delay_ms, delay_percent, abort_percent …) on a
+        node's ``/v2`` paths; no arguments clears them. The admin call is not delayed."""
+        url = f"{self.processes[node_id].url}/admin/faults"
+        headers = {"Authorization": f"Bearer {NODE_TOKEN}"}
+        if faults:
+            response = httpx.put(url, json=faults, headers=headers, timeout=5.0)
+        else:
+            response = httpx.delete(url, headers=headers, timeout=5.0)
+        response.raise_for_status()
+
     def client(self, timeout_s: float = 15.0) -> httpx.Client:
         assert self.gateway is not None
         headers = {"Authorization": f"Bearer {KEY}"}

@@ -156,7 +156,16 @@ class Settings(BaseSettings):
         1.0, gt=0.0, description="How long a breaker stays open before a half-open trial."
     )
     breaker_max_open_s: float = Field(
-        30.0, gt=0.0, description="Longest open period (it doubles after each failed trial)."
+        30.0, gt=0.0, description="Cap of the open period's ceiling (doubles per failed trial)."
+    )
+    breaker_reset_successes: int = Field(
+        5, ge=1, description="Calls in a row that succeed before a breaker's back-off resets."
+    )
+    eject_max_s: float = Field(
+        2.0, gt=0.0, description="Longest outlier ejection (jittered, doubling up to this)."
+    )
+    eject_max_share: float = Field(
+        0.5, ge=0.0, le=1.0, description="Most of a tier's deployments ejected at once (>= 1)."
     )
     retry_attempts: int = Field(
         2,
@@ -198,7 +207,10 @@ class Settings(BaseSettings):
         0.0,
         ge=0.0,
         description="Hedge the subtasks of requests whose max_latency_ms is at most this "
-        "(0: only requests with options.hedge true).",
+        "(0: only requests with options.hedge true, and latency-sensitive subtasks).",
+    )
+    hedge_latency_sensitive: bool = Field(
+        True, description="Hedge latency-sensitive subtasks unless the request says otherwise."
     )
     shed_max_in_flight: int = Field(
         64,
@@ -248,6 +260,12 @@ class Settings(BaseSettings):
     )
     probe_interval_s: float = Field(
         1.0, gt=0.0, description="Health and RTT probe period of remote nodes (down on a miss)."
+    )
+    exchange_window_s: float = Field(
+        5.0, gt=0.0, description="Span of network.<tier>.p95_ms and slow_share (probes, calls)."
+    )
+    slow_exchange_ms: float = Field(
+        200.0, gt=0.0, description="An exchange slower than this counts in slow_share."
     )
     llm: Literal["auto", "on", "off"] = Field(
         "auto",

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 from bench.chaos.cluster import Cluster
-from bench.chaos.load import Load, Outcome, Row, first_after, percentile, record, settled_after
+from bench.chaos.load import (
+    Load,
+    Outcome,
+    Row,
+    first_after,
+    percentile,
+    record,
+    require_traffic,
+    settled_after,
+)
 from bench.chaos.network import Namespace, Network
 
 from tests.chaos.workload import (
@@ -35,9 +44,11 @@ async def test_slow_cloud_link_moves_latency_sensitive_work_local_within_3s(
 
     def runs_local(outcome: Outcome) -> bool:
         """On the local tier, or, while the host CPU holds local admission limited (the
-        mechanism of scenario 7), spilled to the edge node: never on the slow link."""
+        mechanism of scenario 7), spilled to the edge node, or answered there by the hedge
+        raced against a slow local try: never on the slow link."""
         spilled = outcome.tier == "edge" and local.saturated(outcome.sent_s)
-        return outcome.ok and (outcome.tier == "local" or spilled)
+        hedged = outcome.tier == "edge" and outcome.role == "hedge"
+        return outcome.ok and (outcome.tier == "local" or spilled or hedged)
 
     before = [o for o in outcomes if o.sent_s < fault_at]
     assert any(on_cloud(o) for o in before), "no sentiment request ran on the cloud before"
@@ -52,6 +63,7 @@ async def test_slow_cloud_link_moves_latency_sensitive_work_local_within_3s(
         off_cloud_s=settled_after(outcomes, fault_at, lambda o: o.ok and o.tier != "cloud"),
         on_local_tier_s=settled_after(outcomes, fault_at, lambda o: o.ok and o.tier == "local"),
         spilled_to_edge=sum(o.tier == "edge" for o in outcomes if o.sent_s >= fault_at),
+        hedged_to_edge=sum(o.role == "hedge" for o in outcomes if o.sent_s >= fault_at),
         requests_after_shift=len(shifted),
         slowest_after_shift=[
             f"{o.latency_ms:.0f} ms {o.tier}"
@@ -59,7 +71,7 @@ async def test_slow_cloud_link_moves_latency_sensitive_work_local_within_3s(
         ],
         cloud_before=sum(on_cloud(o) for o in before),
     )
-    record(row, network.impairment)
+    record(row, network.impairment, load)
     assert reroute is not None, f"sentiment still ran off the local tier at the end: {row}"
     late = [o for o in outcomes if o.sent_s >= fault_at + 3.0 and not runs_local(o)]
     assert reroute <= 3.0, (row, late[:10])
@@ -77,7 +89,10 @@ async def test_cut_cloud_link_fails_no_request_with_a_local_path_and_opens_the_b
     watch = NodeWatch(cluster, "cloud-1", load.clock)
     outcomes, fault_at = await watched(watch, load, 9.0, 3.0, cloud.link.cut)
 
-    breaker_open = watch.first(fault_at, lambda s: "open" in s.breakers)
+    at_cut = watch.at(fault_at)
+    opens_before = at_cut.opens if at_cut is not None else 0
+    # An open spell may be shorter than a poll (full jitter): the breaker counts its opens.
+    breaker_open = watch.first(fault_at, lambda s: "open" in s.breakers or s.opens > opens_before)
     node_down = watch.first(fault_at, lambda s: s.status == "down")
     after = [o for o in outcomes if o.sent_s >= fault_at]
     row = Row.of(
@@ -85,9 +100,11 @@ async def test_cut_cloud_link_fails_no_request_with_a_local_path_and_opens_the_b
         after,
         breaker_open,
         node_down_s=node_down,
+        cloud_before_cut=sum(on_cloud(o) for o in outcomes if o.sent_s < fault_at),
         cloud_after_cut=sum(on_cloud(o) for o in after),
     )
-    record(row, network.impairment)
+    record(row, network.impairment, load)
+    require_traffic(outcomes, "cloud", fault_at)  # else the cut cut nothing
     assert row.failed == 0, [o for o in after if not o.ok][:5]
     assert breaker_open is not None, row
     assert breaker_open <= 1.0, row
@@ -109,7 +126,7 @@ async def test_restored_cloud_link_takes_traffic_back_within_10s(
         cloud.link.restore()
         restored.append(load.clock())
 
-    outcomes, _ = await watched(watch, load, 16.0, 2.0, cut_then_restore)
+    outcomes, cut_at = await watched(watch, load, 16.0, 2.0, cut_then_restore)
     restored_at = restored[0]
     back = first_after(outcomes, restored_at, lambda o: o.ok and on_cloud(o))
     # The half-open spell lasts one trial call (~0.2 s), shorter than a poll may catch: the
@@ -127,7 +144,8 @@ async def test_restored_cloud_link_takes_traffic_back_within_10s(
         closed_by_trial_s=recovered,
         breakers_closed_s=closed,
     )
-    record(row, network.impairment)
+    record(row, network.impairment, load)
+    require_traffic(outcomes, "cloud", cut_at)  # else nothing had to come back
     assert back is not None, row
     assert back <= 10.0, row
     assert recovered is not None, f"no half-open trial closed a breaker after the restore: {row}"
@@ -145,7 +163,7 @@ async def test_lossy_cloud_link_keeps_999_per_mille_success(
 
     after = [o for o in outcomes if o.sent_s >= fault_at]
     row = Row.of("5 cloud link 10 % loss", after, None, cloud=sum(on_cloud(o) for o in after))
-    record(row, network.impairment)
+    record(row, network.impairment, load)
     assert len(after) >= 1000, row
     assert row.details["cloud"] > 0, "no request crossed the lossy link"
     assert row.succeeded / row.sent >= 0.999, row

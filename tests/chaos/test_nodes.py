@@ -36,7 +36,7 @@ async def test_sigkilled_edge_node_moves_traffic_to_other_tiers_at_the_same_erro
         error_rate_after=error_rate(after),
         digits_tiers_after=sorted({str(o.tier) for o in after if o.task == "digits"}),
     )
-    record(row, network.impairment)
+    record(row, network.impairment, load)
     assert not cluster.processes["edge-1"].alive()
     assert error_rate(after) <= error_rate(before), row
     assert all(o.tier != "edge" for o in after if o.ok and o.sent_s >= kill_at + 1.0), row

@@ -74,6 +74,10 @@ class Sample:
     than the poll)."""
     recoveries: int = 0
     """Trials that closed a breaker."""
+    opens: int = 0
+    """Times the node's breakers opened so far (an open spell may be shorter than the poll)."""
+    ejected: bool = False
+    """Whether one of the node's deployments is ejected as an outlier."""
 
 
 @dataclass
@@ -107,6 +111,8 @@ class NodeWatch:
                             node["load"],
                             sum(d.get("breaker_trials", 0) for d in deployments),
                             sum(d.get("breaker_recoveries", 0) for d in deployments),
+                            sum(d.get("breaker_opens", 0) for d in deployments),
+                            any(d.get("ejected", False) for d in deployments),
                         )
                         self.samples.append(sample)
                 await asyncio.sleep(0.05)

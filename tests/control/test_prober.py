@@ -16,6 +16,9 @@ from hybridinfer.backends.openai import ANSWER_TOKENS, PROBE_CHAT, OpenAIBackend
 from hybridinfer.control.prober import NodeProber, update_rtt
 from hybridinfer.core.schemas import DeploymentInfo, NodeRegistration
 from hybridinfer.core.topology import Deployment, Node, NodeStatus, PriorSource, Tier, Zone
+from hybridinfer.errors import UpstreamUnavailable
+from hybridinfer.signals.breaker import Breakers, BreakerState
+from hybridinfer.signals.exchanges import ExchangeWindows
 from hybridinfer.signals.registry import NodeRegistry, node_from_registration
 from tests.fakes import hybrid_registry
 
@@ -63,7 +66,52 @@ async def test_probes_measure_rtt_and_mark_dead_nodes_down() -> None:
     backend.delay_s = 0.0
     await prober.probe_all()
     assert cloud.status is NodeStatus.READY
+    assert cloud.rtt_ms >= 55.0  # the probe that found it back timed the outage, not the path
+    await prober.probe_all()
     assert cloud.rtt_ms < 55.0
+
+
+async def test_an_answering_probe_half_opens_breakers_and_every_probe_is_an_exchange() -> None:
+    registry = hybrid_registry()
+    backend = SlowOrDead()
+    breakers = Breakers(failure_threshold=1, open_seconds=30.0)
+    exchanges = ExchangeWindows(window_s=60.0, slow_ms=40.0)
+    prober = NodeProber(registry, {"v2": backend}, 0.05, breakers=breakers, exchanges=exchanges)
+    backend.delay_s = 0.06  # slow, but it answers: timed, and counted as slow
+    await prober.probe_all()
+    tail = exchanges.tail("cloud-1")
+    assert (tail.count, tail.slow_share) == (1, 1.0)
+    assert tail.p95_ms >= 55.0
+    breakers.on_result("cloud-1/large:1", UpstreamUnavailable("refused"))
+    assert breakers.state("cloud-1/large:1") is BreakerState.OPEN
+    rtt_before = registry.get("cloud-1").rtt_ms
+    backend.delay_s = 0.2
+    await prober.probe_all()
+    assert breakers.state("cloud-1/large:1") is BreakerState.HALF_OPEN
+    # Out while a breaker was open: it timed the outage, not the path.
+    assert registry.get("cloud-1").rtt_ms == rtt_before
+    assert exchanges.tail("cloud-1").count == 1
+
+
+async def test_a_slow_probe_does_not_hold_the_next_round_of_the_other_nodes() -> None:
+    registry = hybrid_registry()
+
+    class EdgeHangs(SlowOrDead):
+        async def probe(self, node: Node, timeout_s: float) -> bool:
+            if node.id == "edge-1":
+                await asyncio.sleep(timeout_s)
+                return False
+            return True
+
+    prober = NodeProber(registry, {"v2": EdgeHangs()}, interval_s=0.5)
+    first = prober._start_round(every=True)
+    assert len(first) == 2
+    await asyncio.sleep(0.01)
+    second = prober._start_round(every=True)  # edge-1's probe is still out: only cloud-1 again
+    assert len(second) == 1
+    await asyncio.gather(*second)
+    assert registry.get("cloud-1").status is NodeStatus.READY
+    await prober.stop()
 
 
 # --- latency priors measured at registration, against a fake OpenAI-compatible server ---
@@ -371,3 +419,16 @@ async def test_tokens_that_arrive_in_one_burst_are_not_taken_for_a_rate(
     [chat] = registry.get("llm").deployments
     assert chat.latency_source is PriorSource.ASSUMED
     assert chat.latency_ms == 100.0
+
+
+async def test_a_node_with_an_open_breaker_is_probed_four_times_as_often() -> None:
+    registry = hybrid_registry()
+    breakers = Breakers(failure_threshold=1, open_seconds=30.0)
+    prober = NodeProber(registry, {"v2": SlowOrDead()}, interval_s=0.4, breakers=breakers)
+    await asyncio.gather(*prober._start_round(every=True))
+    breakers.on_result("cloud-1/large:1", UpstreamUnavailable("refused"))
+    await asyncio.sleep(0.12)  # a quarter interval: only the suspect node is due again
+    again = prober._start_round()
+    assert len(again) == 1
+    await asyncio.gather(*again)
+    assert breakers.state("cloud-1/large:1") is BreakerState.HALF_OPEN

@@ -17,7 +17,7 @@ from hybridinfer.policy.canary import on_canary_side
 from tests.conftest import ADMIN_KEY
 from tests.scaleout.conftest import _start, wait_ready
 
-STABLE = "default-3"
+STABLE = "default-4"
 CANARY_POLICY = """\
 version: canary-1
 rules:
@@ -100,11 +100,11 @@ def test_canary_at_20_percent_then_rollback_within_2_s_on_the_other_replica(
     )
     assert staged.status_code == 201, staged.text
     diff = command("policy", "diff", STABLE, "canary-1", url=first.base_url)
-    assert diff.startswith("--- default-3\n+++ canary-1\n")
-    assert "\n-version: default-3\n" in diff
+    assert diff.startswith("--- default-4\n+++ canary-1\n")
+    assert "\n-version: default-4\n" in diff
     assert "\n+version: canary-1\n" in diff
     canary = command("policy", "canary", "canary-1", "--percent", "20", url=first.base_url)
-    assert canary == "active default-3; canary canary-1 at 20 %\n"
+    assert canary == "active default-4; canary canary-1 at 20 %\n"
     _wait(lambda: second.get("/v1/policies").json()["canary"] is not None, 3, "canary on replica 2")
 
     request_ids: set[str] = set()
@@ -136,7 +136,7 @@ def test_canary_at_20_percent_then_rollback_within_2_s_on_the_other_replica(
 
     started = time.monotonic()
     rolled = command("policy", "rollback", "canary-1", url=first.base_url)  # one command
-    assert rolled == "active default-3\n"
+    assert rolled == "active default-4\n"
     assert _policy_of(first, key) == STABLE  # the replica that acted: at once
     _wait(lambda: _policy_of(second, key) == STABLE, 2.0, "rollback on replica 2")
     took = time.monotonic() - started

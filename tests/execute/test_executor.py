@@ -87,6 +87,18 @@ async def test_failed_escalation_keeps_the_local_answer() -> None:
     )
     assert results["classify"].outputs["label"] == "from-local"  # type: ignore[attr-defined]
     assert [a.status for a in trace.attempts] == ["ok", "error", "error"]
+    degraded = results["classify"].degraded  # type: ignore[attr-defined]
+    assert degraded.startswith("escalation failed (")
+    assert "upstream_unavailable" in degraded
+    assert "the first answer stands" in degraded
+
+
+async def test_an_answer_that_needed_no_escalation_is_not_degraded() -> None:
+    policy = compile_policy("version: c\ncascade: {sentiment: {threshold: 0.8}}")
+    confident, _, _ = await execute({"local": 0.95}, RouteOptions(), policy)
+    escalated, _, _ = await execute({"local": 0.5, "cloud-1": 0.99}, RouteOptions(), policy)
+    assert confident["classify"].degraded == ""  # type: ignore[attr-defined]
+    assert escalated["classify"].degraded == ""  # type: ignore[attr-defined]
 
 
 async def test_passed_deadline_fails_fast() -> None:

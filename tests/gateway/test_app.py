@@ -182,7 +182,7 @@ def test_missing_and_unknown_keys_are_401(client: TestClient) -> None:
     ("content", "status", "code"),
     [
         (b"{not json", 400, "invalid_json"),
-        (b"\xff\xfe", 400, "invalid_json"),
+        (b"\xff\xfe", 400, "invalid_encoding"),
         (b"[1, 2]", 422, "invalid_schema"),
         (b'{"inputs": {}}', 422, "invalid_schema"),
         (
@@ -228,7 +228,7 @@ def test_trace_holds_plan_decision_attempts_and_stage_timings(client: TestClient
     assert trace["request_id"] == request_id
     assert trace["plan"]["subtasks"][0]["capability"] == "text-classification"
     [decision] = trace["decisions"]
-    assert decision["policy_version"] == "default-3"
+    assert decision["policy_version"] == "default-4"
     assert decision["reason"]
     assert decision["candidates"][0]["deployment"] == "local/sentiment-small:1"
     assert trace["attempts"][0]["status"] == "ok"
@@ -264,7 +264,13 @@ def test_failed_cloud_falls_back_to_local_and_the_trace_shows_both(client: TestC
     response = client.post(
         "/v1/infer",
         headers=auth(),
-        json={"task": "sentiment", "inputs": {"text": "fine"}, "options": {"prefer": "quality"}},
+        # No hedge (sentiment is latency-sensitive, so hedged by default): a hedge to the
+        # local tier could win before the retry, and this is the retry-then-fallback path.
+        json={
+            "task": "sentiment",
+            "inputs": {"text": "fine"},
+            "options": {"prefer": "quality", "hedge": False},
+        },
     )
     assert response.status_code == 200, response.text
     assert response.json()["subtasks"][0]["tier"] == "local"

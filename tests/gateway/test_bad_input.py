@@ -27,6 +27,8 @@ def envelope(response: object, status: int) -> str:
     assert response.status_code == status, response.text  # type: ignore[attr-defined]
     error = response.json()["error"]  # type: ignore[attr-defined]
     assert error["message"]
+    assert error["request_id"]
+    assert response.headers["x-request-id"] == error["request_id"]  # type: ignore[attr-defined]
     return str(error["code"])
 
 
@@ -40,9 +42,11 @@ def test_bad_bodies_are_refused_cleanly(
         "payload_too_large"
     )
     assert envelope(client.request(method, path, content=NESTED, headers=headers), 400)
-    assert envelope(
-        client.request(method, path, content=b'{"task": "\xff\xfe"}', headers=headers), 400
-    )
+    not_utf8 = client.request(method, path, content=b'{"task": "\xff\xfe"}', headers=headers)
+    assert envelope(not_utf8, 400) == "invalid_encoding"
+    message = not_utf8.json()["error"]["message"]
+    assert message.startswith("body is not valid UTF-8: byte 0xff at offset 10"), message
+    assert "surrogates" not in message
     assert envelope(client.request(method, path, content=b"{", headers=headers), 400)
 
 

@@ -18,7 +18,7 @@ cascade:
 
 def test_policies_are_listed_applied_and_read_back(client: TestClient) -> None:
     listed = client.get("/v1/policies", headers=auth()).json()
-    assert listed["active"] == "default-3"
+    assert listed["active"] == "default-4"
     applied = client.post(
         "/v1/policies", content=GOOD, headers={**auth(), "Content-Type": "application/yaml"}
     )
@@ -29,7 +29,7 @@ def test_policies_are_listed_applied_and_read_back(client: TestClient) -> None:
     assert listed["active"] == "ops-7"
     assert {p["version"]: p["status"] for p in listed["policies"]} == {
         "ops-7": "active",
-        "default-3": "retired",
+        "default-4": "retired",
     }
     record = client.get("/v1/policies/ops-7", headers=auth()).json()
     assert record["body"] == GOOD
@@ -48,7 +48,7 @@ def test_an_invalid_policy_is_refused_with_its_line_and_the_running_one_stays(
     error = response.json()["error"]
     assert error["code"] == "invalid_policy"
     assert "policy:4:" in error["message"]
-    assert client.get("/v1/policies", headers=auth()).json()["active"] == "default-3"
+    assert client.get("/v1/policies", headers=auth()).json()["active"] == "default-4"
 
 
 def test_a_version_is_immutable(client: TestClient) -> None:
@@ -83,15 +83,15 @@ def test_a_staged_version_serves_nothing_until_its_canary(client: TestClient) ->
     assert staged.status_code == 201
     assert staged.json()["status"] == "staged"
     listed = client.get("/v1/policies", headers=auth()).json()
-    assert listed["active"] == "default-3"
+    assert listed["active"] == "default-4"
     assert listed["canary"] is None
-    assert {_sentiment(client)[0] for _ in range(20)} == {"default-3"}
+    assert {_sentiment(client)[0] for _ in range(20)} == {"default-4"}
 
 
 def test_canary_steps_promote_and_the_audit_log(client: TestClient, plane: ControlPlane) -> None:
     client.post("/v1/policies?stage=true", content=CANARY, headers=YAML)
     stepped = client.post("/v1/policies/ops-8/canary", headers=auth())
-    assert stepped.json() == {"active": "default-3", "canary": {"version": "ops-8", "percent": 5}}
+    assert stepped.json() == {"active": "default-4", "canary": {"version": "ops-8", "percent": 5}}
     moved = client.post("/v1/policies/ops-8/canary", json={"percent": 50}, headers=auth())
     assert moved.json()["canary"] == {"version": "ops-8", "percent": 50}
     versions = [_sentiment(client)[0] for _ in range(200)]
@@ -123,14 +123,14 @@ def test_rollback_of_a_canary_and_of_a_promotion(client: TestClient) -> None:
     client.post("/v1/policies/ops-8/canary", json={"percent": 100}, headers=auth())
     assert {_sentiment(client)[0] for _ in range(10)} == {"ops-8"}
     rolled = client.post("/v1/policies/ops-8/rollback", headers=auth())
-    assert rolled.json() == {"active": "default-3", "canary": None}
-    assert {_sentiment(client)[0] for _ in range(10)} == {"default-3"}
+    assert rolled.json() == {"active": "default-4", "canary": None}
+    assert {_sentiment(client)[0] for _ in range(10)} == {"default-4"}
     client.post("/v1/policies/ops-8/canary", json={"percent": 20}, headers=auth())
     client.post("/v1/policies/ops-8/promote", headers=auth())
     restored = client.post("/v1/policies/ops-8/rollback", headers=auth())
-    assert restored.json() == {"active": "default-3", "canary": None}
+    assert restored.json() == {"active": "default-4", "canary": None}
     entry = client.get("/v1/audit?action=policy.rollback", headers=auth()).json()["entries"][0]
-    assert (entry["before"]["active"], entry["after"]["active"]) == ("ops-8", "default-3")
+    assert (entry["before"]["active"], entry["after"]["active"]) == ("ops-8", "default-4")
 
 
 def test_invalid_transitions_answer_409_with_the_reason(client: TestClient) -> None:
@@ -139,7 +139,7 @@ def test_invalid_transitions_answer_409_with_the_reason(client: TestClient) -> N
     assert promote.status_code == 409
     assert promote.json()["error"]["code"] == "invalid_transition"
     assert "start a canary" in promote.json()["error"]["message"]
-    assert client.post("/v1/policies/default-3/canary", headers=auth()).status_code == 409
+    assert client.post("/v1/policies/default-4/canary", headers=auth()).status_code == 409
     assert client.post("/v1/policies/nope/canary", headers=auth()).status_code == 404
     bad = client.post("/v1/policies/ops-8/canary", json={"percent": 150}, headers=auth())
     assert bad.status_code == 400
@@ -149,13 +149,13 @@ def test_invalid_transitions_answer_409_with_the_reason(client: TestClient) -> N
 
 def test_diff_of_two_versions(client: TestClient) -> None:
     client.post("/v1/policies?stage=true", content=CANARY, headers=YAML)
-    diff = client.get("/v1/policies/default-3/diff/ops-8", headers=auth()).json()
-    assert diff["from"] == "default-3"
+    diff = client.get("/v1/policies/default-4/diff/ops-8", headers=auth()).json()
+    assert diff["from"] == "default-4"
     assert diff["to"] == "ops-8"
-    assert "--- default-3\n+++ ops-8\n" in diff["diff"]
-    assert "-version: default-3\n" in diff["diff"]
+    assert "--- default-4\n+++ ops-8\n" in diff["diff"]
+    assert "-version: default-4\n" in diff["diff"]
     assert "+version: ops-8\n" in diff["diff"]
-    against = client.get("/v1/policies/ops-8?against=default-3", headers=auth()).json()
+    against = client.get("/v1/policies/ops-8?against=default-4", headers=auth()).json()
     assert against["diff"] == diff["diff"]
     same = client.get("/v1/policies/ops-8/diff/ops-8", headers=auth()).json()
     assert same["diff"] == ""

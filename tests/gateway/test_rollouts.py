@@ -36,7 +36,13 @@ def _node_of(client: TestClient, n: int) -> str:
     response = client.post(
         "/v1/infer",
         headers=auth(),
-        json={"task": "sentiment", "inputs": {"text": f"the service was fine, visit {n}"}},
+        # No hedge: the split is of the routed deployment, not of a race's winner (a cold
+        # first call outlasts the hedge's head start).
+        json={
+            "task": "sentiment",
+            "inputs": {"text": f"the service was fine, visit {n}"},
+            "options": {"hedge": False},
+        },
     )
     assert response.status_code == 200, response.text
     return str(response.json()["subtasks"][0]["node"])

@@ -61,3 +61,19 @@ def test_abort_percentage_is_honoured() -> None:
         assert set(statuses) == {200, 502}
         bad = test_client.put("/admin/faults", json={"abort_percent": 300}, headers=auth)
         assert bad.status_code == 400
+
+
+def test_a_delay_percentage_slows_that_share_of_requests_only() -> None:
+    """A brownout: 30 % of exchanges slow, the rest as fast as ever."""
+    auth = {"Authorization": "Bearer secret"}
+    with client() as test_client:
+        faults = {"delay_ms": 40, "delay_percent": 30}
+        assert test_client.put("/admin/faults", json=faults, headers=auth).status_code == 200
+        timings = []
+        for _ in range(100):
+            started = time.perf_counter()
+            test_client.get("/v2/health/ready")
+            timings.append(time.perf_counter() - started)
+        delayed = sum(timing >= 0.04 for timing in timings)
+        assert 15 <= delayed <= 45  # 30 % of 100, within a generous margin
+        assert test_client.get("/admin/faults", headers=auth).json()["delay_percent"] == 30

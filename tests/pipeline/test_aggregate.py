@@ -64,10 +64,18 @@ def test_a_summary_says_where_it_ran_and_rounds_its_latency() -> None:
         "tier": "edge",
         "node": "edge-1",
         "model": "m",
+        "role": "primary",
         "status": "ok",
         "latency_ms": 1.235,
         "reason": "cheapest",
     }
+
+
+def test_a_summary_of_a_degraded_answer_says_why() -> None:
+    why = "escalation failed (cloud-1/m: deadline_exceeded); the first answer stands"
+    kept = SubtaskResult(CLASSIFY, "ok", attempt=attempt("edge-1"), degraded=why)
+    assert summarise(kept)["degraded"] == why
+    assert "degraded" not in summarise(SubtaskResult(CLASSIFY, "ok", attempt=attempt("edge-1")))
 
 
 def test_a_summary_of_a_subtask_that_never_ran_carries_its_error() -> None:

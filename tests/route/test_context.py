@@ -8,6 +8,7 @@ from hybridinfer.core.topology import Node, NodeStatus, Tier, Zone
 from hybridinfer.route.context import RouteContext, RouteOptions, tier_signals
 from hybridinfer.signals.budget import BudgetState
 from hybridinfer.signals.ewma import Signals
+from hybridinfer.signals.exchanges import ExchangeWindows
 from tests.fakes import deployment, node
 
 
@@ -28,7 +29,39 @@ def test_a_tier_shows_its_busiest_ready_node_and_its_best_path() -> None:
     )
 
     assert seen["node"]["edge"] == {"load": 0.6, "in_flight": 5, "ready": True, "count": 3}
-    assert seen["network"]["edge"] == {"rtt_ms": 15.0, "error_rate": 1.0}
+    assert seen["network"]["edge"] == {
+        "rtt_ms": 15.0,
+        "error_rate": 1.0,
+        "p95_ms": 0.0,
+        "slow_share": 0.0,
+    }
+
+
+def test_a_tier_shows_the_tail_of_its_best_path_timeouts_included() -> None:
+    clock = [100.0]
+    exchanges = ExchangeWindows(window_s=5.0, slow_ms=200.0, clock=lambda: clock[0])
+    signals = Signals(exchanges=exchanges)
+    exchanges.record("edge-1", 4.0, True, exchanges.now())
+    for _ in range(3):  # edge-1: a brownout, 3 in 10 exchanges time out at 250 ms
+        slow_started = exchanges.now()
+        clock[0] += 0.1
+        exchanges.record("edge-1", 4.0, True, exchanges.now())  # others answer meanwhile
+        exchanges.record("edge-1", 4.0, True, exchanges.now())
+        clock[0] += 0.15
+        exchanges.record("edge-1", 250.0, False, slow_started)
+    for _ in range(10):  # edge-2: a slow path, every exchange answered in 300 ms
+        started = exchanges.now()
+        clock[0] += 0.1
+        exchanges.record("edge-2", 300.0, True, started)
+
+    seen = tier_signals([edge("edge-1", 0.1, 2.0), edge("edge-2", 0.1, 2.0)], signals)
+
+    assert seen["network"]["edge"]["rtt_ms"] == 2.0  # the probes' RTT sees none of it
+    assert seen["network"]["edge"]["p95_ms"] == 250.0
+    assert seen["network"]["edge"]["slow_share"] == 0.3
+    clock[0] += 6.0  # the brownout passed: the window forgets it
+    later = tier_signals([edge("edge-1", 0.1, 2.0)], signals)
+    assert later["network"]["edge"]["slow_share"] == 0.0
 
 
 def test_every_tier_is_present_and_a_tier_without_ready_nodes_reads_zero() -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import time
@@ -85,8 +86,21 @@ def test_headers_dribbled_past_the_timeout_get_408_and_a_closed_connection(
     head = b"GET /healthz HTTP/1.1\r\nHost: x\r\n"
     received, elapsed = dribble(address, head, b"X-Slow: " + b"a" * 200 + b"\r\n\r\n")
     assert received.startswith(b"HTTP/1.1 408"), received[:100]
+    assert request_ids(received)[0], received
     assert elapsed < TIMEOUT_S + 1.5
     assert others_are_served(address)
+
+
+def request_ids(response: bytes) -> tuple[str, str]:
+    """The ``X-Request-ID`` header and the envelope's ``request_id`` of one raw answer; both
+    present and equal, or the assertion says which is missing."""
+    head, _, body = response.partition(b"\r\n\r\n")
+    headers = dict(
+        line.decode().lower().split(": ", 1) for line in head.split(b"\r\n")[1:] if b": " in line
+    )
+    envelope_id = json.loads(body)["error"]["request_id"]
+    assert headers.get("x-request-id") == envelope_id, (headers, envelope_id)
+    return headers["x-request-id"], envelope_id
 
 
 def test_a_connection_that_sends_nothing_is_closed(address: tuple[str, int]) -> None:
@@ -94,6 +108,11 @@ def test_a_connection_that_sends_nothing_is_closed(address: tuple[str, int]) -> 
     with socket.create_connection(address, timeout=5) as idle:
         received = idle.recv(65536)
     assert received.startswith(b"HTTP/1.1 408")
+    first, _ = request_ids(received)
+    with socket.create_connection(address, timeout=5) as idle:
+        second, _ = request_ids(idle.recv(65536))
+    assert first
+    assert second != first
     assert time.monotonic() - started < TIMEOUT_S + 1.5
 
 
@@ -108,6 +127,7 @@ def test_a_body_dribbled_past_the_timeout_gets_408_in_the_envelope(
     received, elapsed = dribble(address, head, body)
     assert received.startswith(b"HTTP/1.1 408"), received[:200]
     assert b'"code":"request_timeout"' in received
+    assert request_ids(received)[0]
     assert elapsed < TIMEOUT_S + 1.5
     assert others_are_served(address)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 
 from hybridinfer.core.plan import Plan, Subtask
@@ -29,9 +30,16 @@ class FakeClock:
         return self.now
 
 
+class Ceiling(random.Random):
+    """Draws the top of every jitter range: open periods of exactly their ceiling."""
+
+    def uniform(self, a: float, b: float) -> float:
+        return b
+
+
 def test_breaker_opens_after_the_threshold_and_recovers_through_one_trial() -> None:
     clock = FakeClock()
-    breakers = Breakers(failure_threshold=3, open_seconds=1.0, clock=clock)
+    breakers = Breakers(failure_threshold=3, open_seconds=1.0, clock=clock, rng=Ceiling())
     down = UpstreamUnavailable("refused")
     for _ in range(2):
         breakers.on_result("d", down)
@@ -44,7 +52,7 @@ def test_breaker_opens_after_the_threshold_and_recovers_through_one_trial() -> N
     assert breakers.allows("d")
     breakers.on_start("d")
     assert not breakers.allows("d")  # one trial at a time
-    breakers.on_result("d", down)  # the trial fails: open again, for twice as long
+    breakers.on_result("d", down)  # the trial fails: open again, ceiling twice as long
     assert breakers.state("d") is BreakerState.OPEN
     clock.now += 1.5
     assert breakers.state("d") is BreakerState.OPEN
@@ -57,6 +65,7 @@ def test_breaker_opens_after_the_threshold_and_recovers_through_one_trial() -> N
     # shorter than any poll.
     assert breakers.describe("d") == {
         "breaker": "closed",
+        "breaker_opens": 2,
         "breaker_trials": 2,
         "breaker_recoveries": 1,
     }
@@ -89,7 +98,7 @@ def test_rejected_inputs_do_not_count_against_a_deployment() -> None:
 
 
 async def test_the_router_skips_an_open_breaker_and_the_trace_says_so() -> None:
-    breakers = Breakers(failure_threshold=2, open_seconds=60.0)
+    breakers = Breakers(failure_threshold=2, open_seconds=60.0, rng=Ceiling())
     signals = Signals()
     policy = compile_policy("version: b")
     router = Router(hybrid_registry(), signals, lambda: policy, breakers=breakers)
@@ -118,7 +127,7 @@ def test_a_late_timer_does_not_count_against_a_deployment() -> None:
 
 
 async def test_a_breaker_opened_after_the_decision_is_a_503_with_retry_after() -> None:
-    breakers = Breakers(failure_threshold=1, open_seconds=60.0)
+    breakers = Breakers(failure_threshold=1, open_seconds=60.0, rng=Ceiling())
     signals = Signals()
     policy = compile_policy("version: b")
     router = Router(hybrid_registry(), signals, lambda: policy, breakers=breakers)
@@ -135,3 +144,65 @@ async def test_a_breaker_opened_after_the_decision_is_a_503_with_retry_after() -
     assert isinstance(error, NoCapacity)
     assert error.status_code == 503
     assert "Retry-After" in error.headers()
+
+
+def test_open_periods_are_drawn_from_zero_to_the_doubling_ceiling() -> None:
+    """Full jitter: a breaker facing a periodic outage does not trial in lock step with it."""
+    clock = FakeClock()
+    periods: list[float] = []
+    breakers = Breakers(failure_threshold=1, open_seconds=1.0, clock=clock, rng=random.Random(7))
+    down = UpstreamUnavailable("refused")
+    breakers.on_result("d", down)
+    for _ in range(40):
+        breaker = breakers._by_deployment["d"]
+        periods.append(breaker.cooldown)
+        clock.now += breaker.cooldown + 1e-6
+        breakers.on_start("d")
+        breakers.on_result("d", down)  # every trial fails: the ceiling doubles up to the cap
+    assert 0.0 <= periods[0] <= 1.0
+    assert 0.0 <= periods[1] <= 2.0
+    assert all(0.0 <= period <= 30.0 for period in periods)
+    assert len({round(period, 6) for period in periods}) == len(periods)  # no fixed periods
+    assert max(periods[10:]) > 16.0  # the cap is reached, not exceeded
+
+
+def test_a_health_probe_that_answers_makes_an_open_breaker_half_open_at_once() -> None:
+    clock = FakeClock()
+    breakers = Breakers(failure_threshold=1, open_seconds=30.0, clock=clock, rng=Ceiling())
+    breakers.on_result("d", UpstreamUnavailable("refused"))
+    clock.now += 0.5
+    assert breakers.state("d") is BreakerState.OPEN
+    breakers.on_probe(["d", "never-called"])
+    assert breakers.state("d") is BreakerState.HALF_OPEN
+    breakers.on_start("d")
+    breakers.on_result("d", None)
+    assert breakers.state("d") is BreakerState.CLOSED
+    assert breakers.describe("d")["breaker_recoveries"] == 1
+    breakers.on_probe(["d"])  # a closed breaker stays closed
+    assert breakers.state("d") is BreakerState.CLOSED
+
+
+def test_the_back_off_is_kept_after_a_recovery_until_a_run_of_successes() -> None:
+    clock = FakeClock()
+    breakers = Breakers(
+        failure_threshold=1, open_seconds=1.0, clock=clock, reset_after=3, rng=Ceiling()
+    )
+    down = UpstreamUnavailable("refused")
+    breakers.on_result("d", down)
+    for _ in range(2):  # two failed trials: the ceiling is 4 s
+        clock.now += 10.0
+        breakers.on_start("d")
+        breakers.on_result("d", down)
+    breaker = breakers._by_deployment["d"]
+    assert breaker.cooldown == 4.0
+    clock.now += 10.0
+    breakers.on_start("d")
+    breakers.on_result("d", None)  # recovered, one success
+    breakers.on_result("d", down)  # fails again at once: rests as long as before
+    assert breaker.cooldown == 4.0
+    clock.now += 10.0
+    breakers.on_start("d")
+    for _ in range(3):  # a run of successes resets the back-off
+        breakers.on_result("d", None)
+    breakers.on_result("d", down)
+    assert breaker.cooldown == 1.0

@@ -27,6 +27,7 @@ from hybridinfer.core.schemas import Heartbeat, NodeRegistration
 from hybridinfer.core.topology import NodeStatus
 from hybridinfer.errors import NoCapacity
 from hybridinfer.signals.breaker import Breakers
+from hybridinfer.signals.ejection import Ejections
 from hybridinfer.signals.registry import NodeRegistry, node_from_registration
 from hybridinfer.store.sql import SqlStore
 
@@ -63,6 +64,7 @@ class NodeService:
         heartbeat_interval_s: float,
         clock: Callable[[], float] = time.time,
         loading: Callable[[], str | None] = lambda: None,
+        ejections: Ejections | None = None,
     ) -> None:
         """``loading`` names a model the process still loads before it may serve (the name
         model the privacy gate reads with), or None."""
@@ -71,6 +73,7 @@ class NodeService:
         self._store = store
         self._audit = audit
         self._breakers = breakers
+        self._ejections = ejections
         self._heartbeat_interval_s = heartbeat_interval_s
         self._clock = clock
         self._awaited: set[str] = set()
@@ -119,11 +122,14 @@ class NodeService:
         return {"id": node.id, "status": node.status.value}
 
     def describe_all(self) -> list[dict[str, Any]]:
-        """Every node, each deployment with its circuit breaker's state merged in."""
+        """Every node, each deployment with its circuit breaker's and outlier ejection's state
+        merged in."""
         nodes = [node.describe() for node in self._registry.nodes()]
         for node in nodes:
             for deployment in node["deployments"]:
                 deployment.update(self._breakers.describe(deployment["id"]))
+                if self._ejections is not None:
+                    deployment.update(self._ejections.describe(deployment["id"]))
         return nodes
 
     async def check_ready(self) -> None:

@@ -65,7 +65,9 @@ from hybridinfer.server.tls import node_client_context, node_grpc_credentials
 from hybridinfer.settings import Settings
 from hybridinfer.signals.breaker import Breakers
 from hybridinfer.signals.budget import BudgetState, Ledger, MemoryLedger
+from hybridinfer.signals.ejection import Ejections
 from hybridinfer.signals.ewma import Signals
+from hybridinfer.signals.exchanges import ExchangeWindows
 from hybridinfer.signals.keybudget import KeyBudgetLedger
 from hybridinfer.signals.registry import NodeRegistry, node_from_registration
 from hybridinfer.signals.sharedledger import CacheLedger
@@ -108,11 +110,14 @@ class ControlPlane:
         spend, the rate limit and the gateway's inference slots."""
         settings = self.settings
         self.registry = NodeRegistry(settings.heartbeat_interval_s)
-        self.signals = Signals()
+        exchanges = ExchangeWindows(settings.exchange_window_s, settings.slow_exchange_ms)
+        ejections = Ejections(max_s=settings.eject_max_s, max_share=settings.eject_max_share)
+        self.signals = Signals(exchanges=exchanges, ejections=ejections)
         self.breakers = Breakers(
             failure_threshold=settings.breaker_failures,
             open_seconds=settings.breaker_open_s,
             max_open_seconds=settings.breaker_max_open_s,
+            reset_after=settings.breaker_reset_successes,
         )
         # One process counts spend in memory; replicas share the counters in the cache.
         counters = MemoryLedger() if settings.cache == "memory" else CacheLedger(self.cache)
@@ -177,7 +182,13 @@ class ControlPlane:
             TFServingBackend.protocol: TFServingBackend(tls=tls),
             OpenAIBackend.protocol: self.openai,
         }
-        self.prober = NodeProber(self.registry, self.backends, settings.probe_interval_s)
+        self.prober = NodeProber(
+            self.registry,
+            self.backends,
+            settings.probe_interval_s,
+            breakers=self.breakers,
+            exchanges=self.signals.exchanges,
+        )
         self.executor = Executor(
             self.backends,
             self.signals,
@@ -187,7 +198,9 @@ class ControlPlane:
             admission=_admission(settings),
             retry=_retries(settings),
             hedging=HedgePolicy(
-                delay_ms=settings.hedge_delay_ms, below_latency_ms=settings.hedge_below_latency_ms
+                delay_ms=settings.hedge_delay_ms,
+                below_latency_ms=settings.hedge_below_latency_ms,
+                latency_sensitive=settings.hedge_latency_sensitive,
             ),
         )
         self.local_cpu = LocalCpu(
@@ -264,6 +277,7 @@ class ControlPlane:
                 breakers=self.breakers,
                 heartbeat_interval_s=settings.heartbeat_interval_s,
                 loading=self._loading,
+                ejections=self.signals.ejections,
             ),
             traces=TraceService(self.traces),
             jobs=self.jobs,

@@ -1,10 +1,19 @@
 """Health and RTT probes of every remote node, in parallel, every ``interval_s``; and the
 latency priors of generating deployments, measured once when they are first seen.
 
-A probe that answers counts as a heartbeat (the node is ready) and measures the round trip;
-one that fails marks the node down at once, so the router stops sending it traffic until it
-answers again. The RTT estimate attacks fast and decays slowly: one slow probe is enough to
-see a degraded link, while recovery is trusted only as the probes keep answering fast.
+A probe that answers counts as a heartbeat (the node is ready), moves the node's open
+breakers to half-open (the next call is their trial) and measures the round trip; one that
+fails marks the node down at once, so the router stops sending it traffic until it answers
+again. The RTT estimate attacks fast and decays slowly: one slow probe is enough to see a
+degraded link, while recovery is trusted only as the probes keep answering fast. A probe may
+take twice the interval (at most 2 s), so an answer that is slow but comes is timed, and every
+probe joins the node's exchange window (``signals/exchanges.py``), slow answers and timeouts
+included. A probe that started while the node was down, or was out while the path was found
+dead (a call into a cut link, an open breaker), times the outage (TCP's retransmissions after
+a cut), not the path: it brings the node back but is not timed.
+Each node is probed on its own: a probe waiting out its timeout does not hold the others'. A
+suspect node (down, or with a breaker not closed) is probed four times as often, with a
+timeout of half the interval, so a link that came back is seen within a fraction of a second.
 
 A chat or embedding deployment whose backend can ``measure`` it (OpenAI-compatible servers)
 starts with whatever latency its registration typed in. Once its node answers a probe, a
@@ -25,6 +34,7 @@ pass. A re-registered node brings new deployments, which are measured again.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Mapping
@@ -35,6 +45,8 @@ from hybridinfer.core import background
 from hybridinfer.core.backoff import exponential_s
 from hybridinfer.core.topology import Deployment, Node, NodeStatus, PriorMeasurement
 from hybridinfer.errors import HybridInferError
+from hybridinfer.signals.breaker import Breakers, BreakerState
+from hybridinfer.signals.exchanges import ExchangeWindows
 from hybridinfer.signals.registry import NodeRegistry
 
 log = logging.getLogger(__name__)
@@ -80,41 +92,109 @@ class NodeProber:
     """Probes each node through the backend of its protocol (in-process nodes excluded)."""
 
     def __init__(
-        self, registry: NodeRegistry, backends: Mapping[str, Backend], interval_s: float
+        self,
+        registry: NodeRegistry,
+        backends: Mapping[str, Backend],
+        interval_s: float,
+        breakers: Breakers | None = None,
+        exchanges: ExchangeWindows | None = None,
     ) -> None:
         self._registry = registry
         self._backends = backends
         self._interval_s = interval_s
+        self._timeout_s = min(2.0, max(2 * interval_s, 0.5))
+        self._suspect_timeout_s = min(self._timeout_s, max(interval_s / 2, 0.1))
+        self._breakers = breakers
+        self._exchanges = exchanges
         self._task: asyncio.Task[None] | None = None
         self._pass: asyncio.Task[None] | None = None
+        self._probing: dict[str, asyncio.Task[None]] = {}
+        self._probed_at: dict[str, float] = {}
         self._failures: dict[str, int] = {}
         self._retry_at: dict[str, float] = {}
 
     async def probe_all(self) -> None:
-        """One round of probes, in parallel; then, in the background, a pass measuring the
-        ready nodes' new deployments (unless one is still under way)."""
+        """One round: a probe of every remote node not being probed already, in parallel,
+        awaited; then, in the background, a pass measuring the ready nodes' new deployments
+        (unless one is still under way)."""
+        await asyncio.gather(*self._start_round(every=True), return_exceptions=True)
+
+    def _start_round(self, every: bool = False) -> list[asyncio.Task[None]]:
+        """Start the due probes (each in its own task; ``every``: all not under way) and, if
+        due, a measuring pass. A node is due each interval; a suspect one (down, or with a
+        breaker not closed) each quarter interval, with a shorter timeout, so a link that
+        came back is seen within a fraction of a second."""
         nodes = [n for n in self._registry.nodes() if n.protocol in self._backends]
-        await asyncio.gather(*(self._probe(node) for node in nodes if node.protocol != "onnx"))
+        started: list[asyncio.Task[None]] = []
+        now = time.monotonic()
+        for node in nodes:
+            if node.protocol == "onnx" or node.id in self._probing:
+                continue
+            if not every and node.id not in self._probed_at:
+                self._probed_at[node.id] = now  # it just registered: first probe in an interval
+                continue
+            suspect = self._suspect(node)
+            period = self._interval_s / 4 if suspect else self._interval_s
+            if not every and now - self._probed_at.get(node.id, now) < period * 0.99:
+                continue
+            self._probed_at[node.id] = now
+            timeout_s = self._suspect_timeout_s if suspect else self._timeout_s
+            task = self._probing[node.id] = asyncio.create_task(self._probe(node, timeout_s))
+            task.add_done_callback(functools.partial(self._probed, node.id))
+            started.append(task)
         if self._pass is None or self._pass.done():
             due = [(node, meter) for node in nodes if (meter := self._meter(node)) is not None]
             if due:
                 self._pass = asyncio.create_task(self._measure(due), name="measure-priors")
+        return started
+
+    def _probed(self, node_id: str, _: asyncio.Task[None]) -> None:
+        self._probing.pop(node_id, None)
 
     async def measure_pending(self) -> None:
         """Wait for the pass under way, if any (tests)."""
         if self._pass is not None:
             await asyncio.gather(self._pass, return_exceptions=True)
 
-    async def _probe(self, node: Node) -> None:
+    async def _probe(self, node: Node, timeout_s: float) -> None:
+        try:
+            await self._probe_once(node, timeout_s)
+        except Exception:  # a probe must never fail silently in its task
+            log.exception("probe of %s failed", node.id)
+
+    def _suspect(self, node: Node) -> bool:
+        breakers = self._breakers
+        return node.status is NodeStatus.DOWN or (
+            breakers is not None
+            and any(breakers.state(d.id) is not BreakerState.CLOSED for d in node.deployments)
+        )
+
+    async def _probe_once(self, node: Node, timeout_s: float) -> None:
         backend = self._backends[node.protocol]
+        was_down = node.status is NodeStatus.DOWN
+        exchanged_at = self._exchanges.now() if self._exchanges is not None else 0.0
         started = time.perf_counter()
-        alive = await backend.probe(node, min(2.0, max(self._interval_s, 0.5)))
+        alive = await backend.probe(node, timeout_s)
+        elapsed_ms = (time.perf_counter() - started) * 1000.0
+        timed = not (was_down or self._crossed_outage(node, exchanged_at))
+        if self._exchanges is not None and timed:
+            self._exchanges.record(node.id, elapsed_ms, alive, exchanged_at)
         if alive:
-            node.rtt_ms = update_rtt(node.rtt_ms, (time.perf_counter() - started) * 1000.0)
+            if timed:
+                node.rtt_ms = update_rtt(node.rtt_ms, elapsed_ms)
             self._registry.mark_alive(node.id)
+            if self._breakers is not None:
+                self._breakers.on_probe(d.id for d in node.deployments)
         elif node.status is not NodeStatus.DOWN:
             log.warning("node %s stopped answering its health probe; marked down", node.id)
             node.status = NodeStatus.DOWN
+
+    def _crossed_outage(self, node: Node, since: float) -> bool:
+        """Whether the node's path was found dead while a probe was out (a call into a cut
+        link, or an open breaker): a probe that answers then timed the outage."""
+        if self._exchanges is not None and self._exchanges.outage_since(node.id, since):
+            return True
+        return self._suspect(node)
 
     def _meter(self, node: Node) -> PriorMeter | None:
         """The node's backend, if it can measure and the node has something to measure now."""
@@ -171,14 +251,16 @@ class NodeProber:
     async def _run(self) -> None:
         while True:
             try:
-                await self.probe_all()
+                self._start_round()
             except Exception:  # a probe round must never kill the loop
                 log.exception("probe round failed")
-            await asyncio.sleep(self._interval_s)
+            await asyncio.sleep(self._interval_s / 4)
 
     async def stop(self) -> None:
         await background.cancel(self._task)
         self._task = None
+        for probe in list(self._probing.values()):
+            await background.cancel(probe)
         await background.cancel(self._pass)
         self._pass = None
 

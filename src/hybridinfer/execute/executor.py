@@ -5,6 +5,7 @@ optional hedge and the cascade."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -26,11 +27,11 @@ from hybridinfer.execute.admission import PriorityLimiter
 from hybridinfer.execute.attempts import Step, chain, close_attempt, open_attempt, time_left
 from hybridinfer.execute.chain import ChainRunner
 from hybridinfer.execute.gate import PrivacyGate
-from hybridinfer.execute.hedge import HedgePolicy
+from hybridinfer.execute.hedge import HedgePolicy, hedge_order
 from hybridinfer.execute.retry import Retries
 from hybridinfer.execute.spend import SpendGuard
 from hybridinfer.policy.document import BudgetPolicy
-from hybridinfer.signals.breaker import Breakers
+from hybridinfer.signals.breaker import Breakers, counts_against
 from hybridinfer.signals.budget import Ledger, MemoryLedger
 from hybridinfer.signals.ewma import Signals
 from hybridinfer.signals.latencies import LatencyWindows
@@ -39,6 +40,9 @@ Outcome = tuple[dict[str, Any], Attempt]
 LATE_TIMER_FRACTION = 0.5
 """A try's timer that fired later than this share of its timeout after it was due means the
 gateway's own event loop was behind: such a timeout does not count against the breaker."""
+LINK_PROTOCOLS = frozenset({"v2", "tfserving"})
+"""Remote protocols whose call times speak for the path (not the in-process tier, not
+OpenAI-compatible LLM servers)."""
 TIMEOUT_SAMPLES = 5
 """Answers of a deployment before its adaptive per-try bound applies (its p99 over so few is
 their maximum, a cautious start)."""
@@ -56,6 +60,9 @@ class SubtaskResult:
     error: HybridInferError | None = None
     reason: str = ""
     latency_ms: float = 0.0
+    degraded: str = ""
+    """Why the answer is below the quality the decision wanted (a cascade escalation failed
+    and the first answer stood); empty when it is not."""
 
 
 def resolve(
@@ -189,23 +196,33 @@ class Executor:
         async def attempt(step: Step) -> Outcome:
             return await self._attempt(subtask, step, inputs, trace, deadline, gate)
 
-        hedge_delay = None
-        if subtask.hedge and decision.fallbacks:
-            hedge_delay = self.hedging.delay_s(self.latencies, decision.chosen.deployment.id)
+        steps, hedge_delay = chain(decision), None
+        hedged = hedge_order(steps) if subtask.hedge and decision.fallbacks else None
+        if hedged is not None:
+            delay = self.hedging.delay_s(self.latencies, decision.chosen.deployment.id)
+            if delay < deadline - time.monotonic():  # else the hedge could not finish in time
+                steps, hedge_delay = hedged, delay
         try:
-            outputs, used = await ChainRunner(attempt, self.retry, deadline).run(
-                chain(decision), hedge_delay
-            )
+            outputs, used = await ChainRunner(attempt, self.retry, deadline).run(steps, hedge_delay)
         except HybridInferError as error:
             return SubtaskResult(subtask, "error", error=error, reason=decision.reason)
+        degraded = ""
         if decision.cascade is not None and used.role == "primary":
             confidence = outputs.get("confidence")
             if isinstance(confidence, float) and confidence < decision.cascade.threshold:
                 escalated = await self._escalate(subtask, decision, inputs, trace, deadline, gate)
-                if escalated is not None:
+                if isinstance(escalated, str):
+                    degraded = escalated
+                elif escalated is not None:
                     outputs, used = escalated
         return SubtaskResult(
-            subtask, "ok", outputs, used, reason=decision.reason, latency_ms=used.latency_ms
+            subtask,
+            "ok",
+            outputs,
+            used,
+            reason=decision.reason,
+            latency_ms=used.latency_ms,
+            degraded=degraded,
         )
 
     async def _escalate(
@@ -216,8 +233,11 @@ class Executor:
         trace: Trace,
         deadline: float,
         gate: PrivacyGate | None,
-    ) -> tuple[dict[str, Any], Attempt] | None:
+    ) -> Outcome | str | None:
+        """The stronger deployment's answer; else why every escalation failed (the first
+        answer stands, degraded); None when there was nothing to escalate to."""
         assert decision.cascade is not None
+        failures: list[str] = []
         for candidate in decision.cascade.escalate_to:
             if candidate is decision.chosen:
                 continue
@@ -225,9 +245,11 @@ class Executor:
                 return await self._attempt(
                     subtask, Step(candidate, "escalation"), inputs, trace, deadline, gate
                 )
-            except HybridInferError:
-                continue  # the local answer stands; the trace shows the failed escalation
-        return None
+            except HybridInferError as error:  # the trace shows the failed escalation
+                failures.append(f"{candidate.deployment.id}: {error.error_code}")
+        if not failures:
+            return None
+        return f"escalation failed ({'; '.join(failures)}); the first answer stands"
 
     async def _attempt(
         self,
@@ -252,27 +274,83 @@ class Executor:
             )
             close_attempt(attempt, started, refused)
             raise refused
-        called_at = self.breakers.now()
+        called_at, exchanged_at = self.breakers.now(), self._signals.exchanges.now()
+        call = asyncio.ensure_future(self._call(subtask, step, inputs, deadline, trace.key_id))
         try:
-            outputs = await self._call(subtask, step, inputs, deadline, trace.key_id)
+            outputs = await asyncio.shield(call)
         except HybridInferError as error:
             close_attempt(attempt, started, error)
-            self.breakers.on_result(deployment.id, error, called_at)
-            if not isinstance(error, NoCapacity):  # a full queue says nothing of the model
-                self._signals.observe(deployment.id, attempt.latency_ms, False)
+            self._judge(step, error, attempt.latency_ms, called_at, exchanged_at)
             raise
         except asyncio.CancelledError:  # a hedge race was won by the other call
             close_attempt(attempt, started, None)
             attempt.status = "cancelled"
-            self.breakers.on_cancel(deployment.id)
+            # The call itself runs on to its own bound: its verdict still teaches the
+            # breaker, the exchange window and the outlier record (a hedge that always wins
+            # against a cut link would otherwise hide the cut from all three).
+            verdict = functools.partial(self._judge_abandoned, step, started, called_at)
+            call.add_done_callback(functools.partial(verdict, exchanged_at))
             raise
         close_attempt(attempt, started, None)
-        self._signals.observe(deployment.id, attempt.latency_ms, True)
-        self.latencies.observe(deployment.id, attempt.latency_ms)
-        self.breakers.on_result(deployment.id, None)
+        self._judge(step, None, attempt.latency_ms, called_at, exchanged_at)
         confidence = outputs.get("confidence")
         attempt.confidence = confidence if isinstance(confidence, float) else None
         return outputs, attempt
+
+    def _judge(
+        self,
+        step: Step,
+        error: HybridInferError | None,
+        latency_ms: float,
+        called_at: float,
+        exchanged_at: float,
+    ) -> None:
+        """One call's verdict: the breaker, EWMA, latency window, exchange window, outliers."""
+        deployment_id = step.candidate.deployment.id
+        if error is None:
+            self._signals.observe(deployment_id, latency_ms, True)
+            self._exchanged(step, latency_ms, None, exchanged_at)
+            self.latencies.observe(deployment_id, latency_ms)
+            self.breakers.on_result(deployment_id, None)
+            return
+        self.breakers.on_result(deployment_id, error, called_at)
+        if not isinstance(error, NoCapacity):  # a full queue says nothing of the model
+            self._signals.observe(deployment_id, latency_ms, False)
+            self._exchanged(step, latency_ms, error, exchanged_at)
+
+    def _judge_abandoned(
+        self,
+        step: Step,
+        started: float,
+        called_at: float,
+        exchanged_at: float,
+        call: asyncio.Future[dict[str, Any]],
+    ) -> None:
+        """The verdict of a call whose hedge race was lost, once it ended on its own."""
+        latency_ms = (time.perf_counter() - started) * 1000.0
+        error = None if call.cancelled() else call.exception()
+        if call.cancelled() or not (error is None or isinstance(error, HybridInferError)):
+            self.breakers.on_cancel(step.candidate.deployment.id)  # no verdict: free the trial
+            return
+        self._judge(step, error, latency_ms, called_at, exchanged_at)
+
+    def _exchanged(
+        self, step: Step, latency_ms: float, error: HybridInferError | None, started: float
+    ) -> None:
+        """A call to a remote node joins its exchange window (``network.<tier>.p95_ms``), a
+        timeout with its elapsed time, and its deployment's outlier record. Not a timeout the
+        gateway's own lagging loop caused, nor a saturated node's queue; and for the window
+        not an LLM server's answer, whose length is the request's, not the path's."""
+        node, deployment = step.candidate.node, step.candidate.deployment
+        lagged = isinstance(error, DeadlineExceeded) and error.loop_lagged
+        if lagged or isinstance(error, Overloaded):
+            return
+        if error is None or counts_against(error):
+            self._signals.ejections.observe(
+                deployment.id, node.tier.value, latency_ms, error is None
+            )
+        if node.protocol in LINK_PROTOCOLS:
+            self._signals.exchanges.record(node.id, latency_ms, error is None, started)
 
     async def _call(
         self,

@@ -1,6 +1,12 @@
 """Hedged requests: when the first deployment has not answered after its usual p95 latency,
-the next one in the decision's chain is asked too; the first success wins, the other call is
-cancelled.
+the next candidate in the decision's chain *on another tier* is asked too; the first success
+wins. The loser's attempt is cancelled, but its call runs on to its own bound so its verdict
+still reaches the breaker and the latency signals (``executor.py``). Another tier, because a
+slow answer is most often the path's or the tier's (a brownout on the cloud link, a saturated
+host): a second call down the same path would wait behind the same fault. A decision with no
+candidate on another tier is not hedged. Latency-sensitive subtasks are hedged by default;
+others when the request asks (``options.hedge``) or its ``max_latency_ms`` is tight enough.
+The hedge starts only if the deadline leaves it time.
 
 Hedging only ever uses the decision's own candidates, which the router already filtered
 (privacy, degrade switches, budget), so a sensitive subtask is never hedged out of the private
@@ -9,8 +15,9 @@ zone; and the hedge reserves its cost like any paid call, so it cannot spend pas
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from hybridinfer.execute.attempts import Step
 from hybridinfer.signals.latencies import LatencyWindows
 
 
@@ -22,18 +29,36 @@ class HedgePolicy:
     """Head start of the first call while its deployment has too few samples for a p95."""
     below_latency_ms: float = 0.0
     """Requests whose ``max_latency_ms`` is at most this are hedged (0: only when asked)."""
+    latency_sensitive: bool = True
+    """Latency-sensitive subtasks are hedged unless the request says otherwise."""
 
-    def wanted(self, asked: bool | None, max_latency_ms: float | None) -> bool:
-        """Whether one request's subtasks are hedged: its ``options.hedge``, else its SLO."""
+    def wanted(
+        self, asked: bool | None, max_latency_ms: float | None, latency_sensitive: bool = False
+    ) -> bool:
+        """Whether a subtask is hedged: its request's ``options.hedge``, else its SLO, else
+        whether it is latency-sensitive."""
         if asked is not None:
             return asked
-        return (
+        tight = (
             self.below_latency_ms > 0.0
             and max_latency_ms is not None
             and (max_latency_ms <= self.below_latency_ms)
         )
+        return tight or (self.latency_sensitive and latency_sensitive)
 
     def delay_s(self, windows: LatencyWindows, deployment_id: str) -> float:
         """The first call's head start: its deployment's p95, or ``delay_ms`` before one exists."""
         p95 = windows.p95_ms(deployment_id)
         return (self.delay_ms if p95 is None else p95) / 1000.0
+
+
+def hedge_order(steps: list[Step]) -> list[Step] | None:
+    """The chain with the first step on another tier than the primary's moved second (the
+    one raced against it), the rest in their order; None when every step is on one tier."""
+    tier = steps[0].candidate.node.tier
+    for index, step in enumerate(steps[1:], start=1):
+        if step.candidate.node.tier != tier:
+            ordered = [steps[0], step, *steps[1:index], *steps[index + 1 :]]
+            end = len(ordered) - 1
+            return [replace(s, last=position == end) for position, s in enumerate(ordered)]
+    return None

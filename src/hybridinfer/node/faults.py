@@ -1,8 +1,11 @@
 """Fault injection for drills, as Envoy's fault filter does: added delay, aborted requests.
 
 Faults apply to the Open Inference Protocol paths (``/v2/...``), probes included, so a drill
-looks to the control plane like a slow or failing link. They are set through the node's admin
-API (``/admin/faults``, node token required) and take effect on the next request.
+looks to the control plane like a slow or failing link. The delay applies to
+``delay_percent`` of the requests (each drawn on its own), so a brownout, where some exchanges
+are slow and most are not, can be drilled as well as a uniformly slow link. They are set
+through the node's admin API (``/admin/faults``, node token required) and take effect on the
+next request.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ class Faults(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     delay_ms: float = Field(0.0, ge=0.0, le=60_000.0)
+    delay_percent: float = Field(100.0, ge=0.0, le=100.0, description="share of requests delayed")
     abort_percent: float = Field(0.0, ge=0.0, le=100.0)
     abort_status: int = Field(503, ge=400, le=599)
 
@@ -67,7 +71,10 @@ class FaultInjector:
             return
         if path.startswith("/v2"):
             faults = self.faults
-            if faults.delay_ms:
+            delayed = faults.delay_percent >= 100.0 or (
+                self._rng.uniform(0, 100) < faults.delay_percent
+            )
+            if faults.delay_ms and delayed:
                 await asyncio.sleep(faults.delay_ms / 1000.0)
             if faults.abort_percent and self._rng.uniform(0, 100) < faults.abort_percent:
                 await _send_json(send, faults.abort_status, {"error": "fault injected: abort"})

@@ -20,10 +20,13 @@ def summarise(result: SubtaskResult) -> dict[str, Any]:
         "tier": attempt.tier if attempt else None,
         "node": attempt.node if attempt else None,
         "model": attempt.model if attempt else None,
+        "role": attempt.role if attempt else None,
         "status": result.status,
         "latency_ms": round(result.latency_ms, 3),
         "reason": result.reason,
     }
+    if result.degraded:
+        summary["degraded"] = result.degraded
     if result.error is not None:
         error = result.error
         summary["error"] = {"code": error.error_code, "message": scrub(error.message)}

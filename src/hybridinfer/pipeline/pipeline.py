@@ -75,10 +75,12 @@ class Pipeline:
                 context = self._context(self._route_options(request), request.task, trace)
                 privacy = privacy_policy(context)
                 plan = self._plan(request, privacy)
-                hedge = self._executor.hedging.wanted(options.hedge, options.max_latency_ms)
+                hedging = self._executor.hedging
                 for subtask in plan.subtasks:
                     subtask.priority = options.priority
-                    subtask.hedge = hedge
+                    subtask.hedge = hedging.wanted(
+                        options.hedge, options.max_latency_ms, subtask.latency_sensitive
+                    )
                 trace.plan = plan.describe()
                 if auto is not None:
                     trace.plan["auto"] = {"task": auto.task, "reason": auto.reason}

@@ -286,7 +286,10 @@ SAMPLE_SIGNALS = {
         tier: {"load": 0.0, "in_flight": 0, "ready": True, "count": 1}
         for tier in ("local", "edge", "cloud")
     },
-    "network": {tier: {"rtt_ms": 0.0, "error_rate": 0.0} for tier in ("local", "edge", "cloud")},
+    "network": {
+        tier: {"rtt_ms": 0.0, "error_rate": 0.0, "p95_ms": 0.0, "slow_share": 0.0}
+        for tier in ("local", "edge", "cloud")
+    },
     "budget": {"spent": 0.0, "limit": 0.0, "remaining": 0.0, "fraction": 0.0},
 }
 """The documented signals with representative values; conditions are test-run on them."""

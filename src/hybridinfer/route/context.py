@@ -86,10 +86,15 @@ TIERS = ("local", "edge", "cloud")
 def tier_signals(nodes: Iterable[Node], signals: Signals) -> dict[str, Any]:
     """``node`` and ``network`` maps per tier (every tier present, so conditions never miss).
 
-    Over several nodes of a tier: the highest load, and the lowest RTT (the best path there).
+    Over several nodes of a tier: the highest load, and the lowest RTT, p95 and slow share (the
+    best path there). ``p95_ms`` and ``slow_share`` cover the last few seconds of probes and
+    calls, slow answers and timeouts included (``signals/exchanges.py``).
     """
     node = {t: {"load": 0.0, "in_flight": 0, "ready": False, "count": 0} for t in TIERS}
-    network = {t: {"rtt_ms": float("inf"), "error_rate": 0.0} for t in TIERS}
+    inf = float("inf")
+    network = {
+        t: {"rtt_ms": inf, "error_rate": 0.0, "p95_ms": inf, "slow_share": inf} for t in TIERS
+    }
     for item in nodes:
         tier = item.tier  # a StrEnum: it is its own key
         entry = node[tier]
@@ -101,9 +106,13 @@ def tier_signals(nodes: Iterable[Node], signals: Signals) -> dict[str, Any]:
         entry["in_flight"] += item.in_flight
         path = network[tier]
         path["rtt_ms"] = min(path["rtt_ms"], item.rtt_ms)
+        tail = signals.exchanges.tail(item.id)
+        path["p95_ms"] = min(path["p95_ms"], tail.p95_ms)
+        path["slow_share"] = min(path["slow_share"], tail.slow_share)
         for deployment in item.deployments:
             path["error_rate"] = max(path["error_rate"], signals.error_rate(deployment.id))
     for path in network.values():
-        if path["rtt_ms"] == float("inf"):
-            path["rtt_ms"] = 0.0
+        for name in ("rtt_ms", "p95_ms", "slow_share"):
+            if path[name] == inf:
+                path[name] = 0.0
     return {"node": node, "network": network}

@@ -29,9 +29,10 @@ from hybridinfer.signals.registry import NodeRegistry
 _LATENCY_TOLERANCE_MS = 1.0
 _COST_TOLERANCE = 1e-9
 _QUALITY_TOLERANCE = 0.002
-PASSING_REJECTIONS = frozenset({"breaker", "health"})
-"""Rejections that pass by themselves (a breaker's cool-down, a node's next good probe): a
-request nothing could take for these reasons is answered 503 with ``Retry-After``."""
+PASSING_REJECTIONS = frozenset({"breaker", "health", "ejected"})
+"""Rejections that pass by themselves (a breaker's cool-down, a node's next good probe, an
+ejection's period): a request nothing could take for these reasons is answered 503 with
+``Retry-After``."""
 RETRY_AFTER_S = 1.0
 """The breaker's first open period and the probe interval, by default."""
 
@@ -169,6 +170,7 @@ class Router:
                 candidate.detail = (
                     f"circuit open after repeated failures of {candidate.deployment.id}"
                 )
+        self._eject_outliers(candidates)
         rule = self._matching_rule(subtask, context, policy, candidates)
         if rule is not None and rule.rule.action == "deny":
             raise PolicyDenied(f"policy rule {rule.rule.name!r} refuses this subtask")
@@ -214,6 +216,20 @@ class Router:
             rules=[rule.rule.name] if rule is not None else [],
             verdict=verdict if rule is None else None,
         )
+
+    def _eject_outliers(self, candidates: list[Candidate]) -> None:
+        """Reject the ejected outliers among the candidates left, unless none would be left:
+        ejection moves work, it never refuses it (Envoy's panic threshold)."""
+        alive = [c for c in candidates if c.rejected_by is None]
+        ejected = [c for c in alive if self._signals.ejections.ejected(c.deployment.id)]
+        if len(ejected) == len(alive):
+            return
+        for candidate in ejected:
+            candidate.rejected_by = "ejected"
+            candidate.detail = (
+                f"{candidate.deployment.id} ejected as an outlier against its own record "
+                "(recent failures or latency)"
+            )
 
     def _options_for(
         self, subtask: Subtask, context: RouteContext

@@ -60,20 +60,31 @@ async def read_body(request: Request, max_bytes: int) -> bytes:
     return b"".join(chunks)
 
 
+def decode_utf8(raw: bytes) -> str:
+    """``raw`` as text; 400 ``invalid_encoding`` saying which byte is not UTF-8, and where."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        byte = raw[exc.start : exc.start + 1].hex()
+        raise InvalidJSON(
+            f"body is not valid UTF-8: byte 0x{byte} at offset {exc.start} ({exc.reason})",
+            code="invalid_encoding",
+        ) from None
+
+
 async def read_text(request: Request, max_bytes: int) -> str:
     """The body as UTF-8 text; 400 if it is not."""
-    try:
-        return (await read_body(request, max_bytes)).decode("utf-8")
-    except UnicodeDecodeError:
-        raise InvalidJSON("body is not valid UTF-8", code="invalid_encoding") from None
+    return decode_utf8(await read_body(request, max_bytes))
 
 
 async def read_json(request: Request, max_bytes: int) -> dict[str, Any]:
-    """The body as a JSON object: 413 past ``max_bytes``, 400 if not JSON, 422 if not an object."""
+    """The body as a JSON object: 413 past ``max_bytes``, 400 if not UTF-8 or not JSON, 422 if
+    not an object."""
     raw = await read_body(request, max_bytes)
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
+        decode_utf8(raw)  # orjson words bad UTF-8 as "surrogates not allowed": say what it is
         raise InvalidJSON(f"body is not valid JSON: {exc.msg}") from None
     if not isinstance(body, dict):
         raise SchemaViolation("body must be a JSON object")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +26,25 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from hybridinfer.server.tls import server_options
 from hybridinfer.settings import Settings
 
-_TIMEOUT_BODY = orjson.dumps(
-    {"error": {"code": "request_timeout", "message": "request headers too slow", "request_id": ""}}
-)
-TIMEOUT_RESPONSE = (
-    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
-    b"connection: close\r\ncontent-length: %d\r\n\r\n" % len(_TIMEOUT_BODY)
-) + _TIMEOUT_BODY
+
+def timeout_response(request_id: str) -> bytes:
+    """The 408 of a client whose headers were too slow: the error envelope and
+    ``X-Request-ID``, like every other answer (no header was read, so the id is new)."""
+    body = orjson.dumps(
+        {
+            "error": {
+                "code": "request_timeout",
+                "message": "the request headers did not arrive in time",
+                "request_id": request_id,
+            }
+        }
+    )
+    head = (
+        b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+        b"x-request-id: %s\r\nconnection: close\r\ncontent-length: %d\r\n\r\n"
+        % (request_id.encode(), len(body))
+    )
+    return head + body
 
 
 def _subject(certificate: dict[str, Any]) -> str:
@@ -93,7 +106,7 @@ class GuardedProtocol(HttpToolsProtocol):
     def _headers_late(self) -> None:
         self._header_timer = None
         if not self.transport.is_closing():
-            self.transport.write(TIMEOUT_RESPONSE)
+            self.transport.write(timeout_response(uuid.uuid4().hex))
             self.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:

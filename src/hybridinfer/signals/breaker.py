@@ -1,10 +1,18 @@
 """Circuit breakers, one per deployment: closed → open → half-open → closed.
 
 A deployment that fails ``failure_threshold`` times in a row opens its breaker: the router stops
-placing work on it for ``open_seconds`` (doubling, up to ``max_open_seconds``, each time a trial
-fails). Then the breaker is half-open: one trial call is let through; success closes it,
-failure opens it again. Only upstream failures count (unreachable, 5xx, deadline): a request
-the model rejects as malformed says nothing about the deployment's health.
+placing work on it for an open period. Then the breaker is half-open: one trial call is let
+through; success closes it, failure opens it again. Only upstream failures count (unreachable,
+5xx, deadline): a request the model rejects as malformed says nothing about the deployment's
+health.
+
+The open period follows the link, not a clock of its own. It is drawn uniformly from zero to
+``open_seconds`` doubled once per failed trial (capped at ``max_open_seconds``: "full jitter"),
+so the trials of a breaker facing a periodic outage (a link cut and restored every 2 s) do not
+all land in the cuts as fixed 1, 2, 4, 8 s periods did. A health probe that answers moves an
+open breaker to half-open at once: the next call is its trial. A closed breaker keeps its
+back-off level until ``reset_after`` calls in a row succeeded, so a link that fails again
+right after a recovery is given a longer rest; a run of successes resets it.
 
 A timeout counts only if the deployment has not answered any call since the timed-out one
 started, and the timer that ended it fired on time. A cut link or a dead node answers nothing,
@@ -16,11 +24,13 @@ into none (the timed-out call still fails, and may be retried or fall back).
 
 from __future__ import annotations
 
+import random
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from enum import StrEnum
 
+from hybridinfer.core.backoff import full_jitter_s
 from hybridinfer.errors import DeadlineExceeded, HybridInferError, UpstreamError
 
 Clock = Callable[[], float]
@@ -62,11 +72,21 @@ class CircuitBreaker:
     failure_threshold: int = 3
     open_seconds: float = 1.0
     max_open_seconds: float = 30.0
+    reset_after: int = 5
+    """Successes in a row that reset the back-off level."""
+    rng: random.Random = field(default_factory=random.Random)
     failures: int = 0
     opened_at: float | None = None
     cooldown: float = 0.0
+    level: int = 0
+    """Failed trials since the back-off was last reset: the open period's ceiling doubles
+    with each."""
+    successes: int = 0
+    """Calls in a row that succeeded."""
     trial_in_flight: bool = False
     last_success_at: float | None = None
+    opens: int = 0
+    """Times the breaker opened (from closed, or again after a failed trial)."""
     trials: int = 0
     """Half-open trial calls let through so far."""
     recoveries: int = 0
@@ -99,17 +119,32 @@ class CircuitBreaker:
         self.opened_at = None
         self.cooldown = 0.0
         self.trial_in_flight = False
+        self.successes += 1
+        if self.successes >= self.reset_after:
+            self.level = 0
 
     def on_failure(self, now: float) -> None:
         was_trial = self.trial_in_flight
         self.trial_in_flight = False
         self.failures += 1
-        if was_trial:  # the trial failed: open again, for longer
-            self.opened_at = now
-            self.cooldown = min(max(self.cooldown * 2, self.open_seconds), self.max_open_seconds)
+        self.successes = 0
+        if was_trial:  # the trial failed: open again, with a higher ceiling
+            self.level += 1
+            self._open(now)
         elif self.opened_at is None and self.failures >= self.failure_threshold:
-            self.opened_at = now
-            self.cooldown = self.open_seconds
+            self._open(now)
+
+    def on_probe(self, now: float) -> None:
+        """The node answered a health probe: an open breaker is half-open from now."""
+        if self.opened_at is not None and self.state(now) is BreakerState.OPEN:
+            self.cooldown = now - self.opened_at
+
+    def _open(self, now: float) -> None:
+        self.opened_at = now
+        self.opens += 1
+        self.cooldown = full_jitter_s(
+            self.open_seconds, self.max_open_seconds, self.level, self.rng
+        )
 
 
 class Breakers:
@@ -121,19 +156,30 @@ class Breakers:
         open_seconds: float = 1.0,
         max_open_seconds: float = 30.0,
         clock: Clock = time.monotonic,
+        reset_after: int = 5,
+        rng: random.Random | None = None,
     ) -> None:
-        self._settings = (failure_threshold, open_seconds, max_open_seconds)
+        self._settings = (failure_threshold, open_seconds, max_open_seconds, reset_after)
         self._clock = clock
+        self._rng = rng or random.Random()
         self._by_deployment: dict[str, CircuitBreaker] = {}
 
     def _breaker(self, deployment_id: str) -> CircuitBreaker:
         breaker = self._by_deployment.get(deployment_id)
         if breaker is None:
-            threshold, open_s, max_open_s = self._settings
+            threshold, open_s, max_open_s, reset_after = self._settings
             breaker = self._by_deployment[deployment_id] = CircuitBreaker(
-                threshold, open_s, max_open_s
+                threshold, open_s, max_open_s, reset_after, self._rng
             )
         return breaker
+
+    def on_probe(self, deployment_ids: Iterable[str]) -> None:
+        """A node answered its health probe: its open breakers go half-open now."""
+        now = self._clock()
+        for deployment_id in deployment_ids:
+            breaker = self._by_deployment.get(deployment_id)
+            if breaker is not None:
+                breaker.on_probe(now)
 
     def allows(self, deployment_id: str) -> bool:
         breaker = self._by_deployment.get(deployment_id)
@@ -167,23 +213,27 @@ class Breakers:
             breaker.trial_in_flight = False
 
     def on_cancel(self, deployment_id: str) -> None:
-        """A call was cancelled (it lost a hedge race): no verdict, but free the trial."""
+        """A call ended without a verdict (cancelled itself, or an unexpected error): free
+        the trial."""
         breaker = self._by_deployment.get(deployment_id)
         if breaker is not None:
             breaker.trial_in_flight = False
 
     def describe(self, deployment_id: str) -> dict[str, object]:
-        """State and history of one deployment's breaker, as ``/v1/nodes`` shows it: a half-open
-        spell can be shorter than any poll, so its trials and recoveries are counted."""
+        """State and history of one deployment's breaker, as ``/v1/nodes`` shows it: an open
+        or half-open spell can be shorter than any poll, so its opens, trials and recoveries
+        are counted."""
         breaker = self._by_deployment.get(deployment_id)
         if breaker is None:
             return {
                 "breaker": BreakerState.CLOSED.value,
+                "breaker_opens": 0,
                 "breaker_trials": 0,
                 "breaker_recoveries": 0,
             }
         return {
             "breaker": breaker.state(self._clock()).value,
+            "breaker_opens": breaker.opens,
             "breaker_trials": breaker.trials,
             "breaker_recoveries": breaker.recoveries,
         }

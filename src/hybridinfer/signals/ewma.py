@@ -1,8 +1,12 @@
-"""Live signals per deployment: EWMA of observed latency and of the error rate."""
+"""Live signals per deployment: EWMA of observed latency and of the error rate, and the outlier
+record (``ejection.py``); per node, the window of recent exchanges (``exchanges.py``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from hybridinfer.signals.ejection import Ejections
+from hybridinfer.signals.exchanges import ExchangeWindows
 
 
 @dataclass(slots=True)
@@ -15,9 +19,18 @@ class DeploymentSignal:
 class Signals:
     """What real calls taught us; the router reads it, the executor writes it."""
 
-    def __init__(self, alpha: float = 0.2) -> None:
+    def __init__(
+        self,
+        alpha: float = 0.2,
+        exchanges: ExchangeWindows | None = None,
+        ejections: Ejections | None = None,
+    ) -> None:
         self._alpha = alpha
         self._by_deployment: dict[str, DeploymentSignal] = {}
+        self.exchanges = exchanges or ExchangeWindows()
+        """Recent probes and calls per node: the tail the policy reads."""
+        self.ejections = ejections or Ejections()
+        """Deployments out of routing as outliers against their own record."""
 
     def observe(self, deployment_id: str, latency_ms: float, ok: bool) -> None:
         signal = self._by_deployment.setdefault(deployment_id, DeploymentSignal())
