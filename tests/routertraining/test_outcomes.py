@@ -7,7 +7,12 @@ from pathlib import Path
 import pytest
 
 from hybridinfer.errors import InvalidInput
-from hybridinfer.routertraining.outcomes import load_outcomes_dir
+from hybridinfer.routertraining.outcomes import (
+    load_outcomes_dir,
+    merge_duplicate_groups,
+    normalise_prompt,
+    read_outcomes_csv,
+)
 from tests.routerdata import router_data
 
 
@@ -22,3 +27,32 @@ def test_the_data_folder_drops_contaminated_prompts() -> None:
 def test_missing_data_folder_is_invalid_input(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="no responses"):
         load_outcomes_dir(tmp_path)
+
+
+def test_groups_sharing_a_prompt_are_joined_even_through_a_chain() -> None:
+    prompts = ["Same  question?\n", "other", "Same question?", "b only", "b only", "c", "c "]
+    groups = ["a", "a", "b", "b", "c", "c", "d"]
+    merged = merge_duplicate_groups(prompts, groups)
+    # a-b share "Same question?", b-c share "b only", c-d share "c": one group; order kept.
+    assert merged == ["a+b+c+d"] * 7
+    assert merge_duplicate_groups(["x", "y", "x"], ["p", "q", "p"]) == ["p", "q", "p"]
+
+
+def test_normalising_only_touches_whitespace() -> None:
+    assert normalise_prompt("  What is\t2 +\n 2? ") == "What is 2 + 2?"
+    assert normalise_prompt("A") != normalise_prompt("a")
+
+
+def test_mmlu_duplicates_join_two_medical_subjects() -> None:
+    everything = load_outcomes_dir(router_data())
+    merged = merge_duplicate_groups(everything.prompts, everything.groups)
+    assert len(set(merged)) == 56
+    assert {g for g in merged if "+" in g} == {"clinical_knowledge+college_medicine"}
+
+
+def test_numeric_booleans_are_read(tmp_path: Path) -> None:
+    path = tmp_path / "scores.csv"
+    path.write_text("prompt,weak,strong\nq1,1.0,0.0\nq2,no,yes\n")
+    outcomes = read_outcomes_csv(path, "weak", "strong")
+    assert outcomes.weak.tolist() == [True, False]
+    assert outcomes.strong.tolist() == [False, True]

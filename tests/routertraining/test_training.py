@@ -4,10 +4,21 @@ held-out groups, which folds never split."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from hybridinfer.route.learned import FeatureTable
+from hybridinfer.routertraining.mmlusubjects import category
 from hybridinfer.routertraining.outcomes import Outcomes
-from hybridinfer.routertraining.training import Candidate, group_folds, train_router
+from hybridinfer.routertraining.training import (
+    Candidate,
+    Ensemble,
+    fit_router,
+    group_folds,
+    robust_apgr,
+    split_groups,
+    train_router,
+    validation_splits,
+)
 
 QUICK = (
     Candidate(("embedding",), "gain", 1e-3),
@@ -21,7 +32,16 @@ def test_train_selects_by_held_out_groups_and_writes_a_card(
     router = train_router(table, outcomes, candidates=QUICK, folds=3)
     assert router.card["recipe"]["target"] in {"gain", "needed"}
     assert len(router.card["selection"]["scores"]) == len(QUICK)
-    assert set(router.card["metrics"]) == {"apgr", "cpt50", "cpt80", "strong_share_at_95"}
+    metrics = router.card["metrics"]
+    assert set(metrics) == {"apgr", "cpt50", "cpt80", "strong_share_at_95"} | {
+        "apgr_min",
+        "apgr_std",
+        "robust_apgr",
+    }
+    assert metrics["robust_apgr"] == pytest.approx(
+        metrics["apgr"] - 0.5 * metrics["apgr_std"], abs=2e-4
+    )
+    assert metrics["apgr_min"] <= metrics["apgr"]
     scores = router.score_features(table)
     assert scores.shape == (len(outcomes),)
     assert np.isfinite(scores).all()
@@ -34,3 +54,67 @@ def test_group_folds_never_split_a_group(outcomes: Outcomes) -> None:
         assert not set(groups[train]) & set(groups[test])
         tested.extend(groups[test])
     assert sorted(tested) == sorted(outcomes.groups)
+
+
+def test_duplicates_never_straddle_a_split() -> None:
+    prompts = [f"q{i}" for i in range(40)] + ["shared  one", "shared one"]
+    groups = [f"s{i % 8}" for i in range(40)] + ["s0", "s5"]
+    data = Outcomes(prompts, np.zeros(42, dtype=bool), np.ones(42, dtype=bool), groups)
+    split = split_groups(data)
+    assert split[-1] == split[-2] == "s0+s5"
+    for train, test in group_folds(split, 4):
+        assert train[-1] == train[-2]
+        assert test[-1] == test[-2]
+
+
+def test_an_ensemble_artifact_scores_the_mean_of_its_members(
+    outcomes: Outcomes, table: FeatureTable
+) -> None:
+    members = (
+        Candidate(("embedding", "text", "structure"), "gain", 1e-3),
+        Candidate(("text",), "gain", 1e-1),
+    )
+    ensemble = fit_router(table, outcomes, Ensemble(members))
+    assert ensemble.features == ("embedding", "text", "structure")
+    assert len(ensemble.heads) == 4
+    expected = np.mean([fit_router(table, outcomes, m).score_features(table) for m in members], 0)
+    np.testing.assert_allclose(ensemble.score_features(table), expected, atol=1e-9)
+
+
+def test_pairwise_target_fits_only_where_the_models_disagree(
+    outcomes: Outcomes, table: FeatureTable
+) -> None:
+    router = fit_router(table, outcomes, Candidate(("text",), "pairwise", 1.0))
+    [head] = router.heads
+    disagree = outcomes.strong != outcomes.weak
+    rate = outcomes.strong[disagree].mean()
+    assert head.predicts == "strong_wins"
+    # An intercept-fitted logistic model matches the base rate on its own training rows.
+    mean = head.probability(table.matrix(("text",))[disagree]).mean()
+    assert mean == pytest.approx(rate, abs=0.02)
+
+
+def test_selection_prefers_the_steadier_of_two_equal_means() -> None:
+    steady = [{"apgr": 0.6}, {"apgr": 0.6}]
+    swinging = [{"apgr": 0.8}, {"apgr": 0.4}]
+    assert robust_apgr(steady) == pytest.approx(0.6)
+    assert robust_apgr(swinging) == pytest.approx(0.5)
+
+
+def test_mmlu_groups_are_also_judged_with_each_category_held_out(outcomes: Outcomes) -> None:
+    # The slice's subjects are STEM (algebra, astronomy, biology) and other (anatomy, ...).
+    splits = list(validation_splits(outcomes, folds=3))
+    assert len(splits) == 3 + 2
+    groups = np.asarray(outcomes.groups)
+    for train, test in splits[3:]:
+        assert {category(g) for g in groups[test]} & {category(g) for g in groups[train]} == set()
+
+
+def test_groups_that_are_not_mmlu_subjects_get_group_folds_only() -> None:
+    data = Outcomes(
+        [f"q{i}" for i in range(30)],
+        np.zeros(30, dtype=bool),
+        np.ones(30, dtype=bool),
+        [f"file{i % 6}" for i in range(30)],
+    )
+    assert len(list(validation_splits(data, folds=3))) == 3

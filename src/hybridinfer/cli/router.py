@@ -131,9 +131,24 @@ def _folds(default: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     default=None,
     help="Reuse prompt embeddings stored here (embedding all of MMLU takes minutes).",
 )
+@click.option(
+    "--embed-words",
+    default=32,
+    show_default=True,
+    type=click.IntRange(0, 10_000),
+    help="Embed only each prompt's first words, as the live scorer does (0: the whole prompt).",
+)
 @_MODELS_DIR
-def train(data_dir: Path, out: Path, folds: int, cache_dir: Path | None, models_dir: Path) -> None:
-    """Train the router from DATA_DIR only, choosing its recipe by subject-held-out APGR."""
+def train(
+    data_dir: Path,
+    out: Path,
+    folds: int,
+    cache_dir: Path | None,
+    embed_words: int,
+    models_dir: Path,
+) -> None:
+    """Train the router from DATA_DIR only, choosing its recipe by robust APGR on held-out
+    subject groups (subjects sharing a prompt are one group) and held-out MMLU categories."""
     from hybridinfer.routertraining.calibration import calibration
     from hybridinfer.routertraining.training import train_router
 
@@ -146,14 +161,18 @@ def train(data_dir: Path, out: Path, folds: int, cache_dir: Path | None, models_
         outcomes = load_outcomes_dir(data_dir)
         embedder = open_embedder(models_dir)
         progress(f"embedding {len(outcomes)} prompts with {embedder.name}")
-        table = FeatureTable.compute(outcomes.prompts, embedder, cache_dir)
-        learned = train_router(table, outcomes, folds=folds, progress=progress)
+        words = embed_words or None
+        table = FeatureTable.compute(outcomes.prompts, embedder, cache_dir, embed_words=words)
+        learned = train_router(table, outcomes, folds=folds, progress=progress, embed_words=words)
         learned.embedder = {"name": embedder.name, "sha256": embedder.sha256}
         learned.card["training_data"]["source"] = data_dir.name
         learned.card["calibration"] = calibration(learned, table, outcomes.prompts)
         learned.save(out)
-    summary = {"artifact": str(out), **learned.card["recipe"], **learned.card["metrics"]}
-    click.echo(orjson.dumps(summary, option=orjson.OPT_INDENT_2).decode())
+    recipe = {"artifact": str(out), "recipe": learned.card["recipe"]["label"]}
+    click.echo(orjson.dumps({**recipe, **learned.card["metrics"]}, option=_INDENT).decode())
+
+
+_INDENT = orjson.OPT_INDENT_2
 
 
 @router.command("train-difficulty")
@@ -217,7 +236,12 @@ def calibrate(data_dir: Path, artifact: Path, sample: int, seed: int, models_dir
         learned = LearnedRouter.load(artifact)
         embedder = open_embedder(models_dir, learned.embedder)
         click.echo(f"scoring {len(prompts)} prompts with {embedder.name}", err=True)
-        table = FeatureTable.compute(prompts, embedder)
+        table = FeatureTable.compute(
+            prompts,
+            embedder,
+            embed_words=learned.embed_words,
+            embed="embedding" in learned.features,
+        )
         learned.card["calibration"] = calibration(learned, table, prompts)
         learned.save(artifact)
     click.echo(orjson.dumps({"artifact": str(artifact), "prompts": len(prompts)}).decode())

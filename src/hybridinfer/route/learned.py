@@ -1,9 +1,10 @@
 """The learned router: from the prompt alone, how much better would the strong model do?
 
-Features are computed locally: the MiniLM sentence embedding (``hybridinfer.models.embedder``) and a
-few text statistics (length, digits, symbols). The score is a sum of logistic "heads" over
-those features; the shipped router has two, ``P(strong correct) - P(weak correct)``, the
-expected quality gain of sending the prompt to the strong model. Training and evaluation live
+Features are computed locally: the MiniLM sentence embedding (``hybridinfer.models.embedder``), a
+few text statistics (length, digits, symbols) and the question's form
+(``route/promptstructure.py``). The score is a sum of logistic "heads" over those features,
+e.g. ``P(strong correct) - P(weak correct)``, the expected quality gain of sending the prompt
+to the strong model (an ensemble averages several such pairs). Training and evaluation live
 in ``hybridinfer.routertraining``; this module only needs numpy, so serving never imports
 sklearn or torch.
 
@@ -27,11 +28,12 @@ import orjson
 
 from hybridinfer.errors import ConfigError
 from hybridinfer.models.embedder import Embedder
+from hybridinfer.route.promptstructure import STRUCTURE_FEATURES, structure_features
 
 logger = logging.getLogger(__name__)
 
 FORMAT = "hybridinfer-router/1"
-FEATURE_SETS = ("embedding", "text")
+FEATURE_SETS = ("embedding", "text", "structure")
 TEXT_STATISTICS = (
     "log_chars",
     "log_words",
@@ -71,6 +73,8 @@ class FeatureTable:
 
     embedding: FloatMatrix
     text: FloatMatrix
+    structure: FloatMatrix | None = None
+    """The question-form features; ``None`` in tables built by hand without them."""
 
     @classmethod
     def compute(
@@ -79,26 +83,40 @@ class FeatureTable:
         embedder: Embedder,
         cache_dir: Path | None = None,
         embed_words: int | None = None,
+        embed: bool = True,
     ) -> FeatureTable:
         """Embed and measure ``prompts``; embeddings are cached by content when asked.
-        ``embed_words`` embeds only each prompt's first words (the statistics read it all)."""
+        ``embed_words`` embeds only each prompt's first words (the statistics read it all);
+        ``embed=False`` skips the embedding (a router without that feature set: no model run)."""
         embedded = (
             prompts if embed_words is None else [first_words(p, embed_words) for p in prompts]
         )
-        embedding = embed_with_cache(embedder, embedded, cache_dir)
+        embedding = (
+            embed_with_cache(embedder, embedded, cache_dir)
+            if embed
+            else np.zeros((len(prompts), 0), dtype=np.float64)
+        )
         text = text_statistics(prompts, embedder.count_tokens(prompts))
-        return cls(embedding=embedding, text=text)
+        return cls(embedding=embedding, text=text, structure=structure_features(prompts))
 
     def matrix(self, features: tuple[str, ...] | list[str]) -> FloatMatrix:
         """The named feature sets side by side, in the order given."""
         unknown = [name for name in features if name not in FEATURE_SETS]
         if unknown:
             raise ConfigError(f"unknown router feature set(s): {', '.join(unknown)}")
+        if "structure" in features and self.structure is None:
+            raise ConfigError("this feature table has no structure features")
+        if "embedding" in features and self.embedding.shape[1] == 0:
+            raise ConfigError("this feature table was computed without the embedding")
         return np.hstack([getattr(self, name) for name in features])
 
     def rows(self, mask: npt.NDArray[np.bool_]) -> FeatureTable:
         """The table restricted to the rows where ``mask`` is true."""
-        return FeatureTable(embedding=self.embedding[mask], text=self.text[mask])
+        return FeatureTable(
+            embedding=self.embedding[mask],
+            text=self.text[mask],
+            structure=None if self.structure is None else self.structure[mask],
+        )
 
 
 def first_words(text: str, count: int) -> str:
@@ -164,9 +182,10 @@ class LearnedRouter:
 
     def score(self, prompts: list[str], embedder: Embedder) -> npt.NDArray[np.float64]:
         """Scores of raw prompts: embed, measure, then apply the heads."""
-        return self.score_features(
-            FeatureTable.compute(prompts, embedder, embed_words=self.embed_words)
+        table = FeatureTable.compute(
+            prompts, embedder, embed_words=self.embed_words, embed="embedding" in self.features
         )
+        return self.score_features(table)
 
     def check_embedder(self, embedder: Embedder) -> None:
         """Warn when the embedder differs from the one the router was trained with."""
@@ -185,6 +204,11 @@ class LearnedRouter:
             "format": FORMAT,
             "features": list(self.features),
             "text_statistics": list(TEXT_STATISTICS),
+            **(
+                {"structure_features": list(STRUCTURE_FEATURES)}
+                if "structure" in self.features
+                else {}
+            ),
             "embedder": self.embedder,
             "embed_words": self.embed_words,
             "heads": [
@@ -217,6 +241,10 @@ class LearnedRouter:
                 raise ConfigError(f"{path} is not a {FORMAT} artifact")
             if document.get("text_statistics", list(TEXT_STATISTICS)) != list(TEXT_STATISTICS):
                 raise ConfigError(f"{path} was trained on other text statistics")
+            if "structure" in document["features"] and document.get("structure_features") != list(
+                STRUCTURE_FEATURES
+            ):
+                raise ConfigError(f"{path} was trained on other structure features")
             heads = [
                 Head(
                     predicts=str(head["predicts"]),

@@ -21,8 +21,8 @@ from hybridinfer.errors import InvalidInput
 WEAK_COLUMN = "mistralai/Mixtral-8x7B-Instruct-v0.1"
 STRONG_COLUMN = "gpt-4-1106-preview"
 PROMPT_COLUMN = "prompt"
-_TRUE = {"true", "1"}
-_FALSE = {"false", "0"}
+_TRUE = {"true", "1", "1.0", "yes"}
+_FALSE = {"false", "0", "0.0", "no"}
 
 # MMLU passages run to a few kB, beyond the csv module's default field limit on some builds.
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
@@ -49,6 +49,39 @@ class Outcomes:
             strong=self.strong[rows],
             groups=[self.groups[row] for row in rows],
         )
+
+
+def normalise_prompt(prompt: str) -> str:
+    """The prompt with runs of whitespace made one space and the ends stripped: what makes two
+    prompts the same question."""
+    return " ".join(prompt.split())
+
+
+def merge_duplicate_groups(prompts: list[str], groups: list[str]) -> list[str]:
+    """Groups joined wherever the same prompt (after ``normalise_prompt``) appears in both.
+
+    MMLU repeats 78 questions in ``clinical_knowledge`` and ``college_medicine``; splitting
+    by subject alone would put a copy of each on both sides of a split and score the router on
+    questions it was trained on. Joined groups are named ``a+b`` (sorted).
+    """
+    parent = {group: group for group in groups}
+
+    def root(group: str) -> str:
+        while parent[group] != group:
+            parent[group] = parent[parent[group]]
+            group = parent[group]
+        return group
+
+    first_seen: dict[str, str] = {}
+    for prompt, group in zip(prompts, groups, strict=True):
+        key = normalise_prompt(prompt)
+        other = first_seen.setdefault(key, group)
+        parent[root(group)] = root(other)
+    members: dict[str, list[str]] = {}
+    for group in parent:
+        members.setdefault(root(group), []).append(group)
+    names = {top: "+".join(sorted(found)) for top, found in members.items()}
+    return [names[root(group)] for group in groups]
 
 
 def default_data_dir() -> Path:
