@@ -25,6 +25,10 @@ def test_latency_sensitive_subtasks_are_hedged_unless_the_request_says_no() -> N
     assert not default.wanted(None, None, latency_sensitive=False)
     assert not default.wanted(False, None, latency_sensitive=True)
     assert not HedgePolicy(latency_sensitive=False).wanted(None, None, latency_sensitive=True)
+    # Asking for quality: no default race against another (possibly weaker) tier.
+    assert not default.wanted(None, None, latency_sensitive=True, prefer="quality")
+    assert default.wanted(True, None, latency_sensitive=True, prefer="quality")
+    assert default.wanted(None, None, latency_sensitive=True, prefer="latency")
 
 
 def test_the_hedge_goes_to_the_first_candidate_on_another_tier() -> None:

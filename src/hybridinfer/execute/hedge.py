@@ -30,13 +30,18 @@ class HedgePolicy:
     below_latency_ms: float = 0.0
     """Requests whose ``max_latency_ms`` is at most this are hedged (0: only when asked)."""
     latency_sensitive: bool = True
-    """Latency-sensitive subtasks are hedged unless the request says otherwise."""
+    """Latency-sensitive subtasks are hedged unless the request says otherwise (or asks for
+    quality: the race goes to another tier, whose answer may be weaker)."""
 
     def wanted(
-        self, asked: bool | None, max_latency_ms: float | None, latency_sensitive: bool = False
+        self,
+        asked: bool | None,
+        max_latency_ms: float | None,
+        latency_sensitive: bool = False,
+        prefer: str = "balanced",
     ) -> bool:
         """Whether a subtask is hedged: its request's ``options.hedge``, else its SLO, else
-        whether it is latency-sensitive."""
+        whether it is latency-sensitive and the request does not ask for quality."""
         if asked is not None:
             return asked
         tight = (
@@ -44,7 +49,8 @@ class HedgePolicy:
             and max_latency_ms is not None
             and (max_latency_ms <= self.below_latency_ms)
         )
-        return tight or (self.latency_sensitive and latency_sensitive)
+        by_default = self.latency_sensitive and latency_sensitive and prefer != "quality"
+        return tight or by_default
 
     def delay_s(self, windows: LatencyWindows, deployment_id: str) -> float:
         """The first call's head start: its deployment's p95, or ``delay_ms`` before one exists."""

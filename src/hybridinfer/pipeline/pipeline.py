@@ -79,7 +79,10 @@ class Pipeline:
                 for subtask in plan.subtasks:
                     subtask.priority = options.priority
                     subtask.hedge = hedging.wanted(
-                        options.hedge, options.max_latency_ms, subtask.latency_sensitive
+                        options.hedge,
+                        options.max_latency_ms,
+                        subtask.latency_sensitive,
+                        options.prefer,
                     )
                 trace.plan = plan.describe()
                 if auto is not None:
