@@ -29,6 +29,8 @@ KEY = "chaos-admin-key-0123456789"
 NODE_TOKEN = "chaos-node-token-0123456789"
 NODE_PORT = 8000
 """Every node listens on this port of its own namespace's address."""
+GRPC_PORT = 8001
+"""A node started with ``grpc=True`` also serves gRPC on this port of its address."""
 
 
 @dataclass
@@ -39,6 +41,8 @@ class Process:
     popen: subprocess.Popen[bytes]
     log: Path
     url: str
+    grpc_url: str | None = None
+    """The gRPC endpoint it registers (the gateway then calls it over gRPC), if any."""
 
     def alive(self) -> bool:
         return self.popen.poll() is None
@@ -134,8 +138,13 @@ class Cluster:
         zone: str,
         models: list[str],
         cost_per_call: float = 0.0,
+        grpc: bool = False,
     ) -> Process:
-        """``hybridinfer node`` inside ``namespace``, registering with the gateway."""
+        """``hybridinfer node`` inside ``namespace``, registering with the gateway; with
+        ``grpc`` it also serves gRPC on ``GRPC_PORT`` and registers ``grpc://`` on its veth
+        address, so the gateway's inference calls and probes to it go over gRPC (heartbeats
+        stay REST). The shapers redirect every frame of the veth, so that port's traffic is
+        slowed and cut like the REST port's."""
         assert self.gateway is not None, "start the gateway first"
         address = namespace.link.address
         command = [
@@ -145,9 +154,22 @@ class Cluster:
             *("--control-plane", self.gateway.url, "--cost-per-call", str(cost_per_call)),
             *("--heartbeat-interval", "1", "--cache-dir", str(self.workdir / node_id)),
         ]
+        grpc_url = f"grpc://{address}:{GRPC_PORT}" if grpc else None
+        if grpc:
+            command += ["--grpc-port", str(GRPC_PORT)]
         env = {**os.environ, "HYBRIDINFER_NODE_TOKEN": NODE_TOKEN}
         url = f"http://{address}:{NODE_PORT}"
-        return self._spawn(node_id, namespace.command(command), env, url)
+        process = self._spawn(node_id, namespace.command(command), env, url)
+        process.grpc_url = grpc_url
+        return process
+
+    def peers(self, namespace: Namespace, port: int) -> list[str]:
+        """The remote addresses of the TCP connections established to ``port`` inside
+        ``namespace`` (``ss``): who is talking to the node's REST or gRPC port."""
+        ss = ["ss", "-Htn", "state", "established", "sport", "=", f":{port}"]
+        command = ["ip", "netns", "exec", namespace.name, *ss]
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        return [line.split()[-1].rsplit(":", 1)[0] for line in done.stdout.splitlines()]
 
     def set_faults(self, node_id: str, **faults: float) -> None:
         """Put ``faults`` (``node/faults.py``: delay_ms, delay_percent, abort_percent …) on a

@@ -56,12 +56,14 @@ def cloud(network: Network) -> Namespace:
     return network.namespaces["cloud"]
 
 
-def start_cluster(cluster: Cluster, network: Network) -> None:
-    """The gateway (local tier: sentiment-small in process), edge-1 and cloud-1."""
+def start_cluster(cluster: Cluster, network: Network, cloud_protocol: str = "rest") -> None:
+    """The gateway (local tier: sentiment-small in process), edge-1 and cloud-1; the
+    gateway calls cloud-1 over ``cloud_protocol`` (``rest`` or ``grpc``)."""
     cluster.start_gateway(**GATEWAY_SETTINGS)
     edge, cloud = network.namespaces["edge"], network.namespaces["cloud"]
+    grpc = cloud_protocol == "grpc"
     cluster.start_node(edge, "edge-1", "edge", "private", EDGE_MODELS)
-    cluster.start_node(cloud, "cloud-1", "cloud", "public", CLOUD_MODELS, CLOUD_COST)
+    cluster.start_node(cloud, "cloud-1", "cloud", "public", CLOUD_MODELS, CLOUD_COST, grpc=grpc)
     cluster.wait_ready("edge-1", "cloud-1")
     warm_up(cluster)
 
@@ -82,14 +84,23 @@ def warm_up(cluster: Cluster) -> None:
 
 
 @pytest.fixture
-def cluster(network: Network, models_dir: Path, tmp_path: Path) -> Iterator[Cluster]:
+def cloud_protocol() -> str:
+    """How the gateway calls the cloud node: REST, unless a scenario parametrises this
+    (``@pytest.mark.parametrize("cloud_protocol", ["rest", "grpc"])``)."""
+    return "rest"
+
+
+@pytest.fixture
+def cluster(
+    network: Network, models_dir: Path, tmp_path: Path, cloud_protocol: str
+) -> Iterator[Cluster]:
     """A fresh gateway and nodes on clean links for each scenario; logs printed at the end
     (pytest shows them when the scenario fails)."""
     for namespace in network.namespaces.values():
         namespace.link.restore()
     with Cluster(network, models_dir, tmp_path) as running:
         try:
-            start_cluster(running, network)
+            start_cluster(running, network, cloud_protocol)
             yield running
         finally:
             for namespace in network.namespaces.values():

@@ -1,9 +1,11 @@
-"""Faults on the cloud link: slow (+200 ms), cut (100 % loss), restored, lossy (10 %)."""
+"""Faults on the cloud link: slow (+200 ms), cut (100 % loss), restored, lossy (10 %). The
+slow, cut and restore scenarios run twice: the gateway calling the cloud node over REST, and
+over gRPC (the node serves ``--grpc-port`` and registers ``grpc://``)."""
 
 from __future__ import annotations
 
 import pytest
-from bench.chaos.cluster import Cluster
+from bench.chaos.cluster import GRPC_PORT, NODE_PORT, Cluster
 from bench.chaos.load import (
     Load,
     Outcome,
@@ -30,14 +32,40 @@ RATE = 20.0
 """Requests per second of the link scenarios (open loop)."""
 
 
+CLOUD_PROTOCOLS = pytest.mark.parametrize("cloud_protocol", ["rest", "grpc"])
+"""Overrides conftest's ``cloud_protocol`` fixture: the scenario runs on each."""
+
+
 def on_cloud(outcome: Outcome) -> bool:
     return outcome.tier == "cloud"
 
 
+def scenario(name: str, cloud_protocol: str) -> str:
+    """The row's name: the REST rows keep theirs, the gRPC ones say so."""
+    return name if cloud_protocol == "rest" else f"{name}, cloud on gRPC"
+
+
+def check_cloud_protocol(cluster: Cluster, cloud: Namespace, cloud_protocol: str) -> None:
+    """On gRPC, that the gateway really calls the cloud node over it: ``/v1/nodes`` shows the
+    ``grpc_url`` it registered, and after the warm-up (the cloud answered) and its probes the
+    gateway holds a connection to the node's gRPC port and none to its REST port (heartbeats
+    go from the node to the gateway)."""
+    if cloud_protocol != "grpc":
+        return
+    registered = cluster.nodes()["cloud-1"].get("grpc_url")
+    assert registered == cluster.processes["cloud-1"].grpc_url, registered
+    assert str(registered).startswith(f"grpc://{cloud.link.address}:"), registered
+    assert cluster.peers(cloud, GRPC_PORT), "no connection to the cloud node's gRPC port"
+    rest_peers = cluster.peers(cloud, NODE_PORT)
+    assert rest_peers == [], f"the gateway still calls the cloud over REST: {rest_peers}"
+
+
+@CLOUD_PROTOCOLS
 async def test_slow_cloud_link_moves_latency_sensitive_work_local_within_3s(
-    cluster: Cluster, cloud: Namespace, network: Network
+    cluster: Cluster, cloud: Namespace, network: Network, cloud_protocol: str
 ) -> None:
     assert cluster.gateway is not None
+    check_cloud_protocol(cluster, cloud, cloud_protocol)
     load = Load(cluster.gateway.url, uncertain_sentiment(), RATE)
     local = NodeWatch(cluster, "local", load.clock)
     outcomes, fault_at = await watched(local, load, 12.0, 3.0, lambda: cloud.link.impair(200.0))
@@ -56,7 +84,7 @@ async def test_slow_cloud_link_moves_latency_sensitive_work_local_within_3s(
     shifted = [o for o in outcomes if reroute is not None and o.sent_s >= fault_at + reroute]
     p99_after = percentile([o.latency_ms for o in shifted if o.ok], 99)
     row = Row.of(
-        "1 cloud link +200 ms",
+        scenario("1 cloud link +200 ms", cloud_protocol),
         [o for o in outcomes if o.sent_s >= fault_at],
         reroute,
         p99_after_shift_ms=p99_after,
@@ -80,10 +108,12 @@ async def test_slow_cloud_link_moves_latency_sensitive_work_local_within_3s(
     assert p99_after < 100.0, row
 
 
+@CLOUD_PROTOCOLS
 async def test_cut_cloud_link_fails_no_request_with_a_local_path_and_opens_the_breaker(
-    cluster: Cluster, cloud: Namespace, network: Network
+    cluster: Cluster, cloud: Namespace, network: Network, cloud_protocol: str
 ) -> None:
     assert cluster.gateway is not None
+    check_cloud_protocol(cluster, cloud, cloud_protocol)
     bodies = uncertain_sentiment() + [digits(i) for i in range(8)]
     load = Load(cluster.gateway.url, bodies, RATE)
     watch = NodeWatch(cluster, "cloud-1", load.clock)
@@ -96,7 +126,7 @@ async def test_cut_cloud_link_fails_no_request_with_a_local_path_and_opens_the_b
     node_down = watch.first(fault_at, lambda s: s.status == "down")
     after = [o for o in outcomes if o.sent_s >= fault_at]
     row = Row.of(
-        "2 cloud link cut",
+        scenario("2 cloud link cut", cloud_protocol),
         after,
         breaker_open,
         node_down_s=node_down,
@@ -110,10 +140,12 @@ async def test_cut_cloud_link_fails_no_request_with_a_local_path_and_opens_the_b
     assert breaker_open <= 1.0, row
 
 
+@CLOUD_PROTOCOLS
 async def test_restored_cloud_link_takes_traffic_back_within_10s(
-    cluster: Cluster, cloud: Namespace, network: Network
+    cluster: Cluster, cloud: Namespace, network: Network, cloud_protocol: str
 ) -> None:
     assert cluster.gateway is not None
+    check_cloud_protocol(cluster, cloud, cloud_protocol)
     load = Load(cluster.gateway.url, uncertain_sentiment(), RATE)
     watch = NodeWatch(cluster, "cloud-1", load.clock)
     restored: list[float] = []
@@ -137,7 +169,7 @@ async def test_restored_cloud_link_takes_traffic_back_within_10s(
     half_open = watch.first(restored_at, lambda s: "half_open" in s.breakers)
     closed = watch.first(restored_at, lambda s: s.breakers == {"closed"})
     row = Row.of(
-        "4 cloud link restored",
+        scenario("4 cloud link restored", cloud_protocol),
         [o for o in outcomes if o.sent_s >= restored_at],
         back,
         half_open_seen_s=half_open,
