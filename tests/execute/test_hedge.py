@@ -29,6 +29,9 @@ def test_latency_sensitive_subtasks_are_hedged_unless_the_request_says_no() -> N
     assert not default.wanted(None, None, latency_sensitive=True, prefer="quality")
     assert default.wanted(True, None, latency_sensitive=True, prefer="quality")
     assert default.wanted(None, None, latency_sensitive=True, prefer="latency")
+    # A chat is not raced by default (a whole second generation); asked, it is.
+    assert not default.wanted(None, None, latency_sensitive=True, capability="chat")
+    assert default.wanted(True, None, latency_sensitive=True, capability="chat")
 
 
 def test_the_hedge_goes_to_the_first_candidate_on_another_tier() -> None:

@@ -20,6 +20,9 @@ from dataclasses import dataclass, replace
 from hybridinfer.execute.attempts import Step
 from hybridinfer.signals.latencies import LatencyWindows
 
+GENERATIONS = frozenset({"chat"})
+"""Capabilities never hedged by default."""
+
 
 @dataclass(frozen=True, slots=True)
 class HedgePolicy:
@@ -39,9 +42,12 @@ class HedgePolicy:
         max_latency_ms: float | None,
         latency_sensitive: bool = False,
         prefer: str = "balanced",
+        capability: str = "",
     ) -> bool:
         """Whether a subtask is hedged: its request's ``options.hedge``, else its SLO, else
-        whether it is latency-sensitive and the request does not ask for quality."""
+        whether it is latency-sensitive, the request does not ask for quality and it is not a
+        generation (a chat's second try is a whole generation on another model, and its
+        length varies so much that a p95 says little about a stuck call)."""
         if asked is not None:
             return asked
         tight = (
@@ -49,7 +55,12 @@ class HedgePolicy:
             and max_latency_ms is not None
             and (max_latency_ms <= self.below_latency_ms)
         )
-        by_default = self.latency_sensitive and latency_sensitive and prefer != "quality"
+        by_default = (
+            self.latency_sensitive
+            and latency_sensitive
+            and prefer != "quality"
+            and capability not in GENERATIONS
+        )
         return tight or by_default
 
     def delay_s(self, windows: LatencyWindows, deployment_id: str) -> float:

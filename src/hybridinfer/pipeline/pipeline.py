@@ -83,6 +83,7 @@ class Pipeline:
                         options.max_latency_ms,
                         subtask.latency_sensitive,
                         options.prefer,
+                        subtask.capability,
                     )
                 trace.plan = plan.describe()
                 if auto is not None:
