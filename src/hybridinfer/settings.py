@@ -165,7 +165,10 @@ class Settings(BaseSettings):
         2.0, gt=0.0, description="Longest outlier ejection (jittered, doubling up to this)."
     )
     eject_max_share: float = Field(
-        0.5, ge=0.0, le=1.0, description="Most of a tier's deployments ejected at once (>= 1)."
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="Most of a tier's deployments ejected at once (>= 1; 0: no ejection).",
     )
     retry_attempts: int = Field(
         2,

@@ -159,7 +159,9 @@ def test_second_start_is_ready_quickly_and_the_key_is_printed_once(
     second = launch(data_dir=data_dir, bootstrap=False)
     second.key = key
     wait_until(lambda: cloud_ready(second), 30, "cloud node registered", second)
-    assert time.monotonic() - started < 15.0
+    # Nothing is rebuilt (that takes minutes); readiness waits for the name and difficulty
+    # models and the LLM servers, 12-22 s on 2 shared cores.
+    assert time.monotonic() - started < 30.0
     assert "Admin API key" not in second.stderr()
 
 

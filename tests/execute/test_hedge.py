@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 
 from hybridinfer.core.decision import Candidate
 from hybridinfer.core.plan import Plan, Privacy, Subtask
@@ -48,7 +49,11 @@ def test_the_hedge_goes_to_the_first_candidate_on_another_tier() -> None:
     assert ordered is not None
     assert [s.candidate.node.tier.value for s in ordered] == ["edge", "cloud", "edge", "local"]
     assert [s.last for s in ordered] == [False, False, False, True]
-    assert hedge_order([edge_1, edge_2]) is None  # one tier only: repeating it would not help
+    assert hedge_order([edge_1, edge_2]) is None  # a retry of the same node would not help
+    other = Step(Candidate(edge_deployment, replace(edge_node, id="edge-2")), "fallback", True)
+    same_tier = hedge_order([edge_1, edge_2, other])
+    assert same_tier is not None  # no other tier: the next node of the same one
+    assert [s.candidate.node.id for s in same_tier] == [edge_node.id, "edge-2", edge_node.id]
 
 
 def test_hedging_is_asked_for_or_follows_the_latency_slo() -> None:

@@ -534,6 +534,10 @@ def zone(
             "local_models": ["sentiment-small", "digits-small"],
             "local_cpu_interval_s": 3600.0,  # routing must not follow the shared host's load
             "breaker_failures": 1000,  # the failing first choice stays in the chain
+            "eject_max_share": 0.0,  # and is not ejected as an outlier either
+            # The deliberately slow first choice (a cloud-tier node) must not read as a slow
+            # cloud link, or the default policy's slow-link rule would turn cascades off.
+            "slow_exchange_ms": 600_000.0,
             "request_timeout_ms": 60_000,
             # A probe is a TCP connect bounded by min(2 s, interval): at 0.5 s a busy shared
             # host (the gateway's loop lagging) marks every node down at once.

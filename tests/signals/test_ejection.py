@@ -60,6 +60,13 @@ def test_at_most_the_tier_s_share_is_ejected_at_once() -> None:
     assert [ejections.ejected(d) for d in ("a", "b", "c", "d")] == [True, True, False, False]
 
 
+def test_a_share_of_zero_turns_ejection_off() -> None:
+    ejections = Ejections(max_share=0.0, clock=Clock())
+    for _ in range(10):
+        ejections.observe("a", "edge", 5.0, ok=False)
+    assert not ejections.ejected("a")
+
+
 def test_the_router_skips_an_ejected_deployment_but_never_the_last_candidate() -> None:
     ejections = Ejections(max_share=1.0, clock=Clock())
     policy = compile_policy("version: e")

@@ -70,12 +70,15 @@ class HedgePolicy:
 
 
 def hedge_order(steps: list[Step]) -> list[Step] | None:
-    """The chain with the first step on another tier than the primary's moved second (the
-    one raced against it), the rest in their order; None when every step is on one tier."""
-    tier = steps[0].candidate.node.tier
-    for index, step in enumerate(steps[1:], start=1):
-        if step.candidate.node.tier != tier:
-            ordered = [steps[0], step, *steps[1:index], *steps[index + 1 :]]
-            end = len(ordered) - 1
-            return [replace(s, last=position == end) for position, s in enumerate(ordered)]
+    """The chain with the step raced against the primary moved second, the rest in their
+    order: the first step on another tier (a slow link slows a whole tier), else the first on
+    another node; None when every step is a retry of the primary's node."""
+    first = steps[0].candidate.node
+    for by_tier in (True, False):
+        for index, step in enumerate(steps[1:], start=1):
+            node = step.candidate.node
+            if (node.tier != first.tier) if by_tier else (node.id != first.id):
+                ordered = [steps[0], step, *steps[1:index], *steps[index + 1 :]]
+                end = len(ordered) - 1
+                return [replace(s, last=position == end) for position, s in enumerate(ordered)]
     return None

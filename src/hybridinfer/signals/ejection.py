@@ -8,7 +8,8 @@ half or more failed, or their mean latency is ``latency_factor`` times its long-
 ``min_excess_ms`` above it) — then it is ejected. The period is drawn between half and all of
 ``base_s`` doubled per ejection in a row, capped at ``max_s`` (so the deployment is tried again
 within ``max_s`` of the path becoming steady), and the recent calls are forgotten: it comes back
-with a clean slate. At most ``max_share`` of a tier's deployments (never fewer than one) are
+with a clean slate. At most ``max_share`` of a tier's deployments (never fewer than one; 0 turns
+ejection off) are
 ejected at once, and the router never ejects the last candidate a subtask has (Envoy's panic
 threshold): ejection moves work, it never turns capacity into an error.
 """
@@ -109,8 +110,8 @@ class Ejections:
     def _eject(self, record: _Record, now: float) -> None:
         in_tier = [r for r in self._records.values() if r.tier == record.tier]
         ejected = sum(now < r.ejected_until for r in in_tier)
-        if ejected >= max(1, int(self.max_share * len(in_tier))):
-            return  # the tier's share is spent: this one keeps serving
+        if self.max_share <= 0.0 or ejected >= max(1, int(self.max_share * len(in_tier))):
+            return  # ejection is off, or the tier's share is spent: this one keeps serving
         ceiling = min(self.max_s, self.base_s * 2.0 ** min(record.ejections, 30))
         record.ejected_until = now + self.rng.uniform(ceiling / 2, ceiling)
         record.ejections += 1
