@@ -25,32 +25,18 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.harness import REPO, free_port, percentiles, write_result
 from bench.node_throughput import MODEL, TEXTS, onnxruntime_alone
+from bench.node_throughput import start_node as start_rest_node
 
 
 def start_node(models_dir: Path, port: int, grpc_port: int, batch: int) -> subprocess.Popen[bytes]:
-    command = [
-        sys.executable, "-m", "hybridinfer", "node", "--models", MODEL,
-        "--models-dir", str(models_dir), "--port", str(port), "--grpc-port", str(grpc_port),
-        "--max-batch-size", str(batch), "--max-batch-wait-us", "0" if batch == 1 else "500",
-        "--cache-dir", str(REPO / ".hybridinfer" / "bench-node"),
-    ]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/health/ready", timeout=1):
-                return process
-        except OSError:
-            time.sleep(0.1)
-    process.kill()
-    raise RuntimeError("node did not start")
+    """The throughput benchmark's node, serving V2 over gRPC too."""
+    return start_rest_node(models_dir, port, batch, 0 if batch == 1 else 500, grpc_port)
 
 
 def _rest_call(port: int) -> Any:

@@ -38,13 +38,18 @@ TEXTS = [
 ]
 
 
-def start_node(models_dir: Path, port: int, batch: int, wait_us: int) -> subprocess.Popen[bytes]:
+def start_node(
+    models_dir: Path, port: int, batch: int, wait_us: int, grpc_port: int | None = None
+) -> subprocess.Popen[bytes]:
+    """A node serving ``MODEL`` (and V2 over gRPC on ``grpc_port``), once it is ready."""
     command = [
         sys.executable, "-m", "hybridinfer", "node", "--models", MODEL,
         "--models-dir", str(models_dir), "--port", str(port),
         "--max-batch-size", str(batch), "--max-batch-wait-us", str(wait_us),
         "--cache-dir", str(REPO / ".hybridinfer" / "bench-node"),
     ]  # fmt: skip
+    if grpc_port is not None:
+        command += ["--grpc-port", str(grpc_port)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
