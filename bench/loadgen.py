@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import resource
 import sys
 import threading
@@ -297,10 +298,11 @@ def quantiles(samples: list[float]) -> dict[str, float]:
     if not samples:
         return {}
     ordered = sorted(samples)
-    last = len(ordered) - 1
 
     def at(q: float) -> float:
-        return round(ordered[min(last, int(q * len(ordered)))], 4)
+        # Nearest rank: the smallest sample with at least q of them at or below it.
+        rank = max(1, math.ceil(q * len(ordered) - 1e-9))
+        return round(ordered[rank - 1], 4)
 
     return {
         "p50": at(0.50),

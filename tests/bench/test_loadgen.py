@@ -51,7 +51,13 @@ def test_response_length_handles_content_length_and_chunks() -> None:
 
 def test_quantiles_are_nearest_rank() -> None:
     found = quantiles([float(value) for value in range(1, 101)])
-    assert (found["p50"], found["p99"], found["max"], found["n"]) == (51.0, 100.0, 100.0, 100)
+    assert (found["p50"], found["p99"], found["max"], found["n"]) == (50.0, 99.0, 100.0, 100)
+    # Unsorted input, and sizes where q·n is not a whole number: ceil(q·n)-th smallest.
+    found = quantiles([3.0, 1.0, 2.0])
+    assert (found["p50"], found["p90"], found["p99"]) == (2.0, 3.0, 3.0)
+    found = quantiles([float(value) for value in range(1, 1001)])
+    assert (found["p99"], found["p999"]) == (990.0, 999.0)
+    assert quantiles([7.0])["p50"] == 7.0
     assert quantiles([]) == {}
 
 
