@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
-from bench.gateway_overhead import RateSearch, Target, load
+from bench.gateway_overhead import RateSearch, Target, hold_sustained, load
 from bench.harness import free_port
 from bench.loadgen import quantiles, response_length
 from bench.processes import upstream_process
+
+from bench import gateway_overhead
 
 
 @pytest.fixture(scope="module")
@@ -73,3 +76,32 @@ def test_the_rate_search_doubles_then_bisects() -> None:
     assert tried == [10, 20, 40, 80, 160, 120.0, 100.0]
     assert search.passed == 100.0
     assert search.failed == 120.0
+
+
+def test_a_sustained_rate_is_one_held_for_the_whole_hold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Holds start at the burst rate and step down; only a held rate counts as sustained."""
+    capacity = 100.0
+    runs: list[tuple[float, float, float]] = []
+
+    def fake_load(
+        target: Target, rate: float, duration_s: float, timeout_s: float, warmup_s: float = 1.0
+    ) -> dict[str, Any]:
+        runs.append((rate, duration_s, warmup_s))
+        p99 = 5.0 if rate <= capacity else 5000.0
+        return {
+            "latency_ms": {"p50": 1.0, "p99": p99},
+            "error_rate": 0.0,
+            "error_kinds": {},
+            "generator_cpu": 0.1,
+        }
+
+    monkeypatch.setattr(gateway_overhead, "load", fake_load)
+    monkeypatch.setattr(gateway_overhead, "settle", lambda target: None)
+    targets = [Target("gateway", "http://127.0.0.1:1")]
+    held = hold_sustained(targets, {"gateway": {"burst_rps": 150.0}}, hold_s=30.0)
+    assert [rate for rate, _, _ in runs] == [150.0, 120.0, 96.0]
+    assert all(duration == 30.0 and warmup >= 5.0 for _, duration, warmup in runs)
+    assert held["gateway"]["sustained_rps"] == 96.0
+    assert held["gateway"]["first_failed_rps"] == 150.0
+    never = hold_sustained(targets, {"gateway": {"burst_rps": 400.0}}, hold_s=30.0)
+    assert never["gateway"]["sustained_rps"] == 0.0  # three failed holds: nothing is claimed
