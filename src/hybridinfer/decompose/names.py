@@ -5,13 +5,19 @@ before a subtask's inputs would leave the private zone (``execute/gate.py``). Re
 one thread of its own, off the event loop. Loading the model takes seconds; ``warm`` starts it
 when the process starts, and a request that needs names meanwhile waits for it within its own
 deadline; reading itself is bounded by the policy's ``names_timeout_ms``.
+
+A chat resends its whole conversation with every turn, and a system prompt rides on every
+request: what one text holds is remembered, per process, by its BLAKE2b digest (the kinds
+found, never the text or the names), so each message is read once, not once per turn.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import hashlib
 import time
+from collections import OrderedDict
 from typing import Any, Protocol
 
 from hybridinfer.decompose.privacy import strings_in
@@ -29,12 +35,18 @@ class Finder(Protocol):
 class NameCheck:
     """Answers which names and places a value holds; raises when it cannot tell."""
 
-    def __init__(self, finder: Finder | None) -> None:
+    def __init__(self, finder: Finder | None, remembered: int = 4096) -> None:
         """``finder``: the model's finder, or None when it is configured but not installed
-        (every reading then fails, and the gate fails closed)."""
+        (every reading then fails, and the gate fails closed). ``remembered``: how many texts'
+        readings are kept (least recently used dropped first; 0 keeps none)."""
         self._finder = finder
         self._thread = concurrent.futures.ThreadPoolExecutor(1, "hybridinfer-names")
         self._loaded: concurrent.futures.Future[None] | None = None
+        self._remembered = remembered
+        self._readings: OrderedDict[bytes, list[str]] = OrderedDict()
+        """Digest of a text → the kinds in it; touched only on the check's one thread."""
+        self.reads = 0
+        """Texts the model actually read (the rest were remembered)."""
 
     @property
     def loaded(self) -> bool:
@@ -62,10 +74,26 @@ class NameCheck:
         texts = [text for text in strings_in(value) if text.strip()]
 
         def read() -> list[str]:
-            return [finding.kind for text in texts for finding in finder.find(text)]
+            return [kind for text in texts for kind in self._kinds(finder, text)]
 
         loop = asyncio.get_running_loop()
         return await asyncio.wait_for(loop.run_in_executor(self._thread, read), timeout_s)
+
+    def _kinds(self, finder: Finder, text: str) -> list[str]:
+        """The kinds of the names in one text, remembered by its digest (on the check's thread:
+        a reading that raises is not remembered, so the next request fails closed too)."""
+        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        kinds = self._readings.get(digest)
+        if kinds is not None:
+            self._readings.move_to_end(digest)
+            return kinds
+        kinds = [finding.kind for finding in finder.find(text)]
+        self.reads += 1
+        if self._remembered:
+            self._readings[digest] = kinds
+            if len(self._readings) > self._remembered:
+                self._readings.popitem(last=False)
+        return kinds
 
     def close(self) -> None:
         self._thread.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,76 @@
+"""Reading names: each text read once per process, remembered by digest, failures not kept."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from hybridinfer.decompose.names import NameCheck
+from hybridinfer.privacy.findings import Finding
+
+
+class Finder:
+    """Finds 'Jane' as a name; counts the texts it read; can be broken."""
+
+    def __init__(self) -> None:
+        self.read: list[str] = []
+        self.broken = False
+
+    def load(self) -> None:
+        return None
+
+    def find(self, text: str) -> list[Finding]:
+        if self.broken:
+            raise RuntimeError("the model is gone")
+        self.read.append(text)
+        start = text.find("Jane")
+        return [] if start < 0 else [Finding("NAME", start, start + 4, "Jane", "ner")]
+
+
+def deadline() -> float:
+    return time.monotonic() + 5.0
+
+
+async def test_a_conversation_resent_each_turn_reads_each_message_once() -> None:
+    finder = Finder()
+    check = NameCheck(finder)
+    history = ["You are a helpful assistant.", "Jane asked about her order."]
+    assert await check.kinds_in(history, 1.0, deadline()) == ["NAME"]
+    history.append("Thanks, what else?")
+    assert await check.kinds_in(history, 1.0, deadline()) == ["NAME"]  # remembered, not lost
+    assert finder.read == [*history[:2], history[2]]
+    assert check.reads == 3
+
+
+async def test_only_digests_and_kinds_are_kept_and_the_oldest_go_first() -> None:
+    finder = Finder()
+    check = NameCheck(finder, remembered=2)
+    for text in ("Jane one", "two", "three"):
+        await check.kinds_in(text, 1.0, deadline())
+    kept = check._readings
+    assert len(kept) == 2
+    assert all(isinstance(key, bytes) and len(key) == 16 for key in kept)
+    assert all("Jane" not in repr(value) for value in kept.values())
+    await check.kinds_in("Jane one", 1.0, deadline())  # dropped first, so read again
+    assert finder.read.count("Jane one") == 2
+
+
+async def test_a_failed_reading_is_not_remembered() -> None:
+    finder = Finder()
+    check = NameCheck(finder)
+    finder.broken = True
+    with pytest.raises(RuntimeError):
+        await check.kinds_in("Jane wrote", 1.0, deadline())
+    with pytest.raises(RuntimeError):  # fails closed again: nothing was kept
+        await check.kinds_in("Jane wrote", 1.0, deadline())
+    finder.broken = False
+    assert await check.kinds_in("Jane wrote", 1.0, deadline()) == ["NAME"]
+
+
+async def test_remembering_nothing_reads_every_time() -> None:
+    finder = Finder()
+    check = NameCheck(finder, remembered=0)
+    for _ in range(3):
+        await check.kinds_in("Jane wrote", 1.0, deadline())
+    assert len(finder.read) == 3
