@@ -53,6 +53,7 @@ class Request:
 
     scheduled: float
     recorded: bool
+    index: int = 0
     done: bool = False
 
 
@@ -97,7 +98,7 @@ class ClientConnection(asyncio.Protocol):
     def send(self, request: Request) -> None:
         assert self.transport is not None
         self.current = request
-        self.transport.write(self.generator.payload)
+        self.transport.write(self.generator.payload_of(request.index))
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
@@ -130,7 +131,13 @@ class OpenLoop:
     """Sends ``rate`` requests per second for a fixed time and keeps their latencies."""
 
     def __init__(
-        self, url: str, body: bytes, headers: list[str], connections: int, timeout_s: float
+        self,
+        url: str,
+        body: bytes,
+        headers: list[str],
+        connections: int,
+        timeout_s: float,
+        vary: bytes = b"",
     ) -> None:
         parts = urlsplit(url)
         self.host = parts.hostname or "127.0.0.1"
@@ -138,6 +145,10 @@ class OpenLoop:
         lines = [f"POST {parts.path or '/'} HTTP/1.1", f"Host: {self.host}:{self.port}"]
         lines += ["Content-Type: application/json", f"Content-Length: {len(body)}", *headers]
         self.payload = ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+        # With ``vary``, that marker in the body becomes a word of its own length per request
+        # (letters only: no digit wakes the number recognisers), so no two bodies are equal.
+        self.head, _, self.tail = self.payload.partition(vary) if vary else (b"", b"", b"")
+        self.vary_width = len(vary)
         self.max_connections = connections
         self.timeout_s = timeout_s
         self.idle: deque[ClientConnection] = deque()
@@ -148,6 +159,12 @@ class OpenLoop:
         self.errors: Counter[str] = Counter()
         self.finished = 0
         self.loop = asyncio.get_running_loop()
+
+    def payload_of(self, index: int) -> bytes:
+        """The request bytes of request ``index``: the same each time unless ``vary`` is set."""
+        if not self.vary_width:
+            return self.payload
+        return self.head + unique_word(index, self.vary_width) + self.tail
 
     # --- connections -------------------------------------------------------------------------
     def open_connection(self) -> None:
@@ -272,7 +289,7 @@ class OpenLoop:
     def dispatch_range(self, schedule: Schedule, first: int, end: int) -> None:
         schedule.lags.append((self.loop.time() - schedule.due(first)) * 1000.0)
         for index in range(first, end):
-            self.dispatch(Request(schedule.due(index), index >= schedule.first_recorded))
+            self.dispatch(Request(schedule.due(index), index >= schedule.first_recorded, index))
         self.expire()
 
     def summary(
@@ -316,6 +333,15 @@ def quantiles(samples: list[float]) -> dict[str, float]:
     }
 
 
+def unique_word(index: int, width: int) -> bytes:
+    """``index`` in base 26 as ``width`` lowercase letters (distinct for 26**width indices)."""
+    letters = bytearray(b"a" * width)
+    for position in range(width - 1, -1, -1):
+        index, digit = divmod(index, 26)
+        letters[position] = 97 + digit
+    return bytes(letters)
+
+
 def _cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
@@ -328,6 +354,7 @@ async def generate(arguments: argparse.Namespace) -> dict[str, Any]:
         arguments.header,
         arguments.connections,
         arguments.timeout,
+        arguments.vary.encode(),
     )
     return await generator.run(arguments.rate, arguments.duration, arguments.warmup)
 
@@ -342,6 +369,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--header", action="append", default=[], help="'Name: value'")
     parser.add_argument("--connections", type=int, default=256)
     parser.add_argument("--timeout", type=float, default=5.0, help="Seconds from schedule.")
+    parser.add_argument(
+        "--vary", default="", help="A marker in the body replaced by a unique word per request."
+    )
     return parser.parse_args(argv)
 
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from bench.gateway_overhead import RateSearch, Target, hold_sustained, load
 from bench.harness import free_port
-from bench.loadgen import quantiles, response_length
+from bench.loadgen import quantiles, response_length, unique_word
 from bench.processes import upstream_process
 
 from bench import gateway_overhead
@@ -105,3 +108,21 @@ def test_a_sustained_rate_is_one_held_for_the_whole_hold(monkeypatch: pytest.Mon
     assert held["gateway"]["first_failed_rps"] == 150.0
     never = hold_sustained(targets, {"gateway": {"burst_rps": 400.0}}, hold_s=30.0)
     assert never["gateway"]["sustained_rps"] == 0.0  # three failed holds: nothing is claimed
+
+
+def test_a_varied_body_is_unique_per_request_and_keeps_its_length() -> None:
+    assert unique_word(0, 4) == b"aaaa"
+    assert unique_word(27, 4) == b"aabb"
+    words = {unique_word(index, 5) for index in range(5000)}
+    assert len(words) == 5000
+    assert all(word.isalpha() and len(word) == 5 for word in words)
+
+
+@pytest.mark.integration
+def test_varied_bodies_reach_a_real_upstream_whole(upstream: str) -> None:
+    command = [sys.executable, "-m", "bench.loadgen", "--url", f"{upstream}/v1/chat/completions"]
+    body = '{"model": "m", "messages": [{"role": "user", "content": "Say ok, XXXXXX."}]}'
+    command += ["--rate", "100", "--duration", "1", "--warmup", "0", "--body", body]
+    finished = subprocess.run([*command, "--vary", "XXXXXX"], capture_output=True, check=True)
+    result = json.loads(finished.stdout)
+    assert (result["requests"], result["ok"], result["errors"]) == (100, 100, 0)
