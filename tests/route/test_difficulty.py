@@ -13,6 +13,7 @@ import pytest
 from hybridinfer.core.plan import Subtask
 from hybridinfer.core.topology import Deployment, Tier, Zone
 from hybridinfer.policy.document import RouterPolicy, compile_policy
+from hybridinfer.route import learned
 from hybridinfer.route.context import RouteOptions
 from hybridinfer.route.difficulty import (
     LIVE_MIN,
@@ -259,3 +260,34 @@ async def test_expected_quality_follows_the_difficulty() -> None:
     context = routing.context(RouteOptions("auto", "quality", None))
     decision = await decide_reading_difficulty(routing, scorer, plain, context, inputs)
     assert all(c.expected_quality is None for c in decision.candidates)
+
+
+async def test_only_the_weighted_heads_are_scored_and_only_their_features_computed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The MMLU head (question-form features) costs time the default chat weights never use."""
+    scorer, embedder = fake_scorer()
+    structure = LearnedRouter(
+        features=("structure",),
+        heads=[Head("gain", 1.0, np.zeros(21), 0.0)],
+        card={},
+    )
+    scorer._heads["learned"] = structure
+    computed: list[int] = []
+    real = learned.structure_features
+
+    def counted(prompts: list[str]) -> np.ndarray:
+        computed.append(len(prompts))
+        return real(prompts)
+
+    monkeypatch.setattr(learned, "structure_features", counted)
+    policy = RouterPolicy(weights={"complexity": 1.0})
+    found = await scorer.score("chat", "please prove this", policy)
+    assert computed == []
+    assert set(found.signals) == {"words", "complexity"}
+    assert embedder.calls == 1
+    both = RouterPolicy(weights={"complexity": 1.0, "learned": 0.5})
+    found = await scorer.score("chat", "please prove this", both)
+    assert computed == [1]
+    assert set(found.signals) == {"words", "complexity", "learned"}
+    scorer.close()

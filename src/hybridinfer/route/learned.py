@@ -84,10 +84,12 @@ class FeatureTable:
         cache_dir: Path | None = None,
         embed_words: int | None = None,
         embed: bool = True,
+        structure: bool = True,
     ) -> FeatureTable:
         """Embed and measure ``prompts``; embeddings are cached by content when asked.
         ``embed_words`` embeds only each prompt's first words (the statistics read it all);
-        ``embed=False`` skips the embedding (a router without that feature set: no model run)."""
+        ``embed=False`` skips the embedding (a router without that feature set: no model run),
+        ``structure=False`` the question-form features."""
         embedded = (
             prompts if embed_words is None else [first_words(p, embed_words) for p in prompts]
         )
@@ -97,7 +99,11 @@ class FeatureTable:
             else np.zeros((len(prompts), 0), dtype=np.float64)
         )
         text = text_statistics(prompts, embedder.count_tokens(prompts))
-        return cls(embedding=embedding, text=text, structure=structure_features(prompts))
+        return cls(
+            embedding=embedding,
+            text=text,
+            structure=structure_features(prompts) if structure else None,
+        )
 
     def matrix(self, features: tuple[str, ...] | list[str]) -> FloatMatrix:
         """The named feature sets side by side, in the order given."""
