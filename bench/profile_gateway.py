@@ -80,6 +80,13 @@ LAYERS: tuple[tuple[str, str], ...] = (
     ("state (SQL, cache)", "_connection_worker_thread (aiosqlite"),
     ("worker threads (native: model runs, NER)", "_worker (concurrent/futures/thread.py"),
 )
+BLOCKED = (
+    "_worker (concurrent/futures/thread.py:81)",  # work_queue.get(block=True)
+    "_connection_worker_thread (aiosqlite/core.py:59)",  # tx.get()
+)
+"""Innermost frames of threads waiting on a queue: py-spy's idle check misses a wait inside
+``SimpleQueue.get``, so these samples are idle and left out of the table."""
+IDLE = "idle (waiting on a queue)"
 
 
 @dataclass(slots=True)
@@ -124,6 +131,8 @@ PATHS = (
 def layer_of(stack: list[str]) -> str:
     """The layer of the innermost frame (last in py-spy's collapsed order) with a known one.
     The main thread's entry frame alone means it is inside the event loop's native code."""
+    if any(frame in stack[-1] for frame in BLOCKED):
+        return IDLE
     if "Runner.run (asyncio/runners.py" in stack[-1]:
         return "event loop native (epoll, socket I/O)"
     for frame in reversed(stack):
@@ -197,6 +206,7 @@ def profile(
         collapsed = Path(raw.name).read_text()
     _flame_graph(url, pid, path, rate, svg)
     layers, unclaimed = fold(collapsed)
+    idle = layers.pop(IDLE, 0)
     samples = sum(layers.values()) or 1
     answered = result["ok"] + result["errors"]
     per_request_us = used / max(answered, 1) * 1e6
@@ -213,6 +223,7 @@ def profile(
         "gateway_cpu_s": round(used, 3),
         "gateway_cpu_us_per_request": round(per_request_us, 1),
         "samples": samples,
+        "idle_samples_left_out": idle,
         "us_per_request_by_layer": table,
         "flame_graph": str(svg.relative_to(REPO)),
         "unclaimed_top_frames": dict(unclaimed.most_common(12)),
