@@ -14,7 +14,13 @@ from typing import Any
 
 from bench.harness import REPO
 from bench.markdown import Lines, ms, table, verdict
-from bench.report_gateway import gateway_section, gateway_targets, local_section, metrics_section
+from bench.report_gateway import (
+    gateway_section,
+    gateway_targets,
+    local_section,
+    metrics_section,
+    profile_section,
+)
 
 DOCUMENT = REPO / "docs" / "benchmarks.md"
 
@@ -155,6 +161,7 @@ def failover_section(result: dict[str, Any]) -> Lines:
 
 SECTIONS: list[tuple[str, str, Callable[[dict[str, Any]], Lines], str]] = [
     ("gateway_overhead", "1. Gateway overhead vs LiteLLM", gateway_section, "latency vs load"),
+    ("profile_gateway", "1a. Where the gateway's CPU goes", profile_section, ""),
     ("local_overhead", "1b. Local model path overhead", local_section, ""),
     ("metrics_cost", "1c. Cost of the request metrics", metrics_section, ""),
     ("routing", "2. Routing quality: MMLU deferral curves", routing_section, "deferral curves"),

@@ -226,3 +226,31 @@ def metrics_section(result: dict[str, Any]) -> Lines:
         f"{verdict(upper <= 0.10)}.",
         "",
     ]
+
+
+def profile_section(result: dict[str, Any]) -> Lines:
+    """Where each path's CPU goes, per layer, from the py-spy run."""
+    lines = [
+        f"py-spy at 100 Hz on the loaded gateway (`bench/profile_gateway.py`); CPU per request "
+        f"from `/proc`, charged to the layer of the innermost known frame; load average "
+        f"{result['load_average'][0]:.1f}. An idle gateway used "
+        f"{result['idle_cpu_share_of_core']:.1%} of a core (goal ≤ 1 %: "
+        f"{verdict(result['idle_cpu_share_of_core'] <= 0.01)}).",
+        "",
+    ]
+    for run in result["runs"]:
+        latency = run["latency_ms"]
+        lines += [
+            f"`{run['path']}` at {run['rate']:.0f}/s: {run['gateway_cpu_us_per_request']:.0f} µs "
+            f"of CPU per request, p50 {ms(latency.get('p50'))}, p99 {ms(latency.get('p99'))} "
+            f"(flame graph `{run['flame_graph']}`):",
+            "",
+            *table(
+                ["layer", "µs per request"],
+                [
+                    [layer, f"{micros:.0f}"]
+                    for layer, micros in run["us_per_request_by_layer"].items()
+                ],
+            ),
+        ]
+    return lines

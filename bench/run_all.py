@@ -46,7 +46,14 @@ SECTIONS = (
         "Gateway overhead vs LiteLLM (open-loop load)",
         ("-m", "bench.gateway_overhead"),
         "gateway_overhead.json",
-        600,
+        1500,  # the sustained holds: 30 s each, up to three per path
+    ),
+    Section(
+        "profile_gateway",
+        "Where the gateway's CPU goes (py-spy)",
+        ("-m", "bench.profile_gateway"),
+        "profile_gateway.json",
+        420,
     ),
     Section(
         "local_overhead",
@@ -60,7 +67,7 @@ SECTIONS = (
         "Cost of the request metrics",
         ("-m", "bench.metrics_cost"),
         "metrics_cost.json",
-        120,
+        480,
     ),
     Section("routing", "MMLU deferral curves", ("-m", "bench.routing"), "routing.json", 420),
     Section(
