@@ -219,10 +219,12 @@ class Pipeline:
                 trace.decisions = [decision.describe()]
             with trace.stage("execute"):
                 gate = self._gate(plan, request, privacy, context)
-                stream = await self._streamer.start(
-                    subtask, decision, request.inputs, trace, deadline, gate
-                )
-                trace.plan["privacy"] = dict(plan.privacy)
+                try:
+                    stream = await self._streamer.start(
+                        subtask, decision, request.inputs, trace, deadline, gate
+                    )
+                finally:  # a refusal's trace shows what the gate found too
+                    trace.plan["privacy"] = dict(plan.privacy)
         except HybridInferError as error:
             self._record_failure(trace, error)
             raise
