@@ -86,7 +86,8 @@ def test_an_answer_restores_text_and_tool_call_arguments() -> None:
     )
     assert content == "Sending to jane@example.com"
     assert json.loads(arguments) == {"to": "jane@example.com"}
-    assert out[-1] is not None and out[-1]["finish_reason"] == "tool_calls"
+    assert out[-1] is not None
+    assert out[-1]["finish_reason"] == "tool_calls"
 
 
 def test_values_in_arguments_are_json_escaped() -> None:
