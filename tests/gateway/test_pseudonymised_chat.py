@@ -31,6 +31,7 @@ from hybridinfer.privacy.detect import Detector
 from hybridinfer.privacy.restore import AnswerRestorer
 from hybridinfer.settings import Settings
 from tests.conftest import ADMIN_KEY, NODE_TOKEN, auth
+from tests.gateway.test_dashboard import browser  # noqa: F401 (a fixture)
 from tests.gatewayserver import running_gateway
 from tests.peers import free_port, serve_asgi
 
@@ -373,3 +374,31 @@ def test_without_the_mode_the_chat_is_refused(
     finally:
         again = POLICY.replace("pseudonymise-1", "pseudonymise-2")
         assert gateway.post("/v1/policies", json={"policy": again}).status_code == 201
+
+
+@pytest.mark.integration
+def test_the_dashboard_shows_what_was_replaced_and_no_value(
+    gateway: httpx.Client,
+    browser: Any,  # noqa: F811 (the dashboard tests' fixture)
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    answer = chat(gateway, stream=True)
+    request_id = answer.headers["X-Request-ID"]
+    trace(gateway, request_id)
+    browser.get(f"{gateway.base_url}/ui")
+    browser.find_element(By.ID, "key").send_keys(ADMIN_KEY)
+    browser.find_element(By.CSS_SELECTOR, "#key-form button[type=submit]").click()
+    row = f'#recent tbody tr[data-id="{request_id}"]'
+    wait = WebDriverWait(browser, 20)
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, row))
+    browser.find_element(By.CSS_SELECTOR, row).click()
+    line = '#decisions .decision[data-subtask="generate"] .pseudonyms'
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, line))
+    shown = browser.find_element(By.CSS_SELECTOR, line).text
+    assert shown == (
+        "pseudonymised: EMAIL x1, PHONE x2, CARD x1 · 6 restored · 1 never issued · restore ok"
+    )
+    page = browser.page_source
+    assert not [value for value in VALUES if value in page]

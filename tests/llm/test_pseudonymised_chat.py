@@ -7,8 +7,9 @@ The chat holds an e-mail address, a phone number, a Luhn-valid card number and a
 mobile number. The model is asked to continue a line it has started, so it copies
 placeholders; the client must see the original values where it did, and no placeholder the
 gateway issued. It also writes placeholders it was never given (at this seed ``<EMAIL_2>``):
-those are left as they are and counted in the trace. ``tests/gateway/test_pseudonymised_chat.py`` proves restoring on a scripted
-upstream (splits, reformatting, tool calls, failures) deterministically.
+those are left as they are and counted in the trace. The scripted upstream of
+``tests/gateway/test_pseudonymised_chat.py`` proves restoring (splits, reformatting, tool
+calls, failures) deterministically.
 """
 
 from __future__ import annotations
