@@ -13,7 +13,9 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -28,6 +30,8 @@ from hybridinfer.core.schemas import DeploymentInfo, NodeRegistration
 from hybridinfer.core.topology import Tier, Zone
 from hybridinfer.pipeline import pipeline as pipeline_module
 from hybridinfer.privacy.detect import Detector
+from hybridinfer.privacy.ner import NameFinder
+from hybridinfer.privacy.pseudonym import Pseudonymiser
 from hybridinfer.privacy.restore import AnswerRestorer
 from hybridinfer.settings import Settings
 from tests.conftest import ADMIN_KEY, NODE_TOKEN, auth
@@ -149,11 +153,9 @@ def upstream() -> Iterator[tuple[ScriptedUpstream, str]]:
         yield scripted, url
 
 
-@pytest.fixture(scope="module")
-def gateway(
-    upstream: tuple[ScriptedUpstream, str], tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[httpx.Client]:
-    """The gateway, its one chat deployment the public upstream, the policy pseudonymising."""
+@contextmanager
+def serving(upstream_url: str, data_dir: Path, policy: str, names: bool) -> Iterator[httpx.Client]:
+    """The gateway, its one chat deployment the public upstream, ``policy`` applied."""
     deployment = DeploymentInfo(
         model="big", version="1", capability="chat", quality=0.9, latency_ms=50.0
     )
@@ -161,22 +163,22 @@ def gateway(
         id="cloud-chat",
         tier=Tier.CLOUD,
         zone=Zone.PUBLIC,
-        url=upstream[1],
+        url=upstream_url,
         protocol="openai",
         deployments=[deployment],
     )
     settings = Settings(
-        data_dir=tmp_path_factory.mktemp("gateway"),
+        data_dir=data_dir,
         port=free_port(),
         local_models=[],
         bootstrap_key=SecretStr(ADMIN_KEY),
         node_token=SecretStr(NODE_TOKEN),
         probe_interval_s=0.5,
-        privacy_ner=False,
+        privacy_ner=names,
         static_nodes=[cloud],
     )
     with (
-        running_gateway(settings) as _,
+        running_gateway(settings),
         httpx.Client(
             base_url=f"http://127.0.0.1:{settings.port}", headers=auth(), timeout=30
         ) as client,
@@ -185,7 +187,16 @@ def gateway(
         while not any(n["status"] == "ready" for n in client.get("/v1/nodes").json()["nodes"]):
             assert time.monotonic() < deadline, "the upstream never became ready"
             time.sleep(0.1)
-        assert client.post("/v1/policies", json={"policy": POLICY}).status_code == 201
+        assert client.post("/v1/policies", json={"policy": policy}).status_code == 201
+        yield client
+
+
+@pytest.fixture(scope="module")
+def gateway(
+    upstream: tuple[ScriptedUpstream, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[httpx.Client]:
+    """Patterns only (no name model), the policy pseudonymising chat."""
+    with serving(upstream[1], tmp_path_factory.mktemp("gateway"), POLICY, names=False) as client:
         yield client
 
 
@@ -402,3 +413,51 @@ def test_the_dashboard_shows_what_was_replaced_and_no_value(
     )
     page = browser.page_source
     assert not [value for value in VALUES if value in page]
+
+
+@pytest.mark.integration
+def test_a_restore_failure_of_a_whole_answer_is_the_documented_error(
+    gateway: httpx.Client, upstream: tuple[ScriptedUpstream, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scripted, _ = upstream
+    before = len(scripted.ours())
+
+    def broken(self: Pseudonymiser, value: Any) -> Any:
+        raise RuntimeError("injected restore failure")
+
+    monkeypatch.setattr(Pseudonymiser, "restore", broken)
+    answer = chat(gateway, stream=False)
+    assert answer.status_code == 503, answer.text
+    assert answer.json()["error"]["code"] == "pseudonymisation_failed"
+    assert not [value for value in VALUES if value in answer.text]
+    assert "<EMAIL_1>" not in answer.text
+    assert len(scripted.ours()) == before + 1  # the one call; no fallback, no retry
+
+
+NAMES_POLICY = POLICY.replace("names: false", "names: true").replace("-1", "-names-1")
+
+
+@pytest.mark.integration
+def test_names_are_replaced_too_when_the_policy_reads_them(
+    upstream: tuple[ScriptedUpstream, str], tmp_path: Path
+) -> None:
+    """The real NER model (the `ner` extra) finds the name; it leaves as ``<NAME_1>``."""
+    if not NameFinder.available():
+        pytest.fail("the `ner` extra is part of the dev install")
+    scripted, url = upstream
+    with serving(url, tmp_path, NAMES_POLICY, names=True) as client:
+        before = len(scripted.ours())
+        body = {
+            "model": "auto",
+            "messages": [{"role": "user", "content": f"Maria Gonzalez asked: {PROMPT}"}],
+            "stream": True,
+            "hybridinfer": {"route": "cloud"},
+        }
+        answer = client.post("/v1/chat/completions", json=body)
+        assert answer.status_code == 200, answer.text
+        (sent,) = scripted.ours()[before:]
+        assert json.loads(sent)["messages"][0]["content"] == f"<NAME_1> asked: {SENT_PROMPT}"
+        assert b"Maria" not in sent
+        assert b"Gonzalez" not in sent
+        outcome = trace(client, answer.headers["X-Request-ID"])["plan"]["privacy"]
+        assert outcome["pseudonymised"]["generate"]["kinds"]["NAME"] == 1
