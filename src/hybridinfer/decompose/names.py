@@ -56,18 +56,26 @@ class NameCheck:
         ``timeout_s``. Raises ``LookupError`` without a model and ``TimeoutError`` when time
         runs out; any error of the model itself propagates: the caller fails closed.
         """
+        finder = self._finder
+        if finder is None:
+            raise LookupError("no name finder is installed (the `ner` extra)")
+        self.warm()
+        assert self._loaded is not None
+        await asyncio.wait_for(asyncio.wrap_future(self._loaded), deadline - time.monotonic())
         texts = [text for text in strings_in(value) if text.strip()]
 
-        def read(find: Callable[[str], list[Finding]]) -> list[str]:
-            return [finding.kind for text in texts for finding in find(text)]
+        def read() -> list[str]:
+            return [finding.kind for text in texts for finding in finder.find(text)]
 
-        return await self.run(read, timeout_s, deadline)
+        loop = asyncio.get_running_loop()
+        return await asyncio.wait_for(loop.run_in_executor(self._thread, read), timeout_s)
 
     async def run(
         self, work: Callable[[Callable[[str], list[Finding]]], T], timeout_s: float, deadline: float
     ) -> T:
-        """``work(find)`` on the check's thread, ``find`` being the model's finder: the
-        loading and time bounds (and errors) of ``kinds_in``."""
+        """``work(find)`` on the check's thread, ``find`` being the model's finder (for
+        pseudonymising: it needs the spans, not only the kinds), under the loading and time
+        bounds of ``kinds_in``, raising as it does."""
         finder = self._finder
         if finder is None:
             raise LookupError("no name finder is installed (the `ner` extra)")
@@ -75,8 +83,9 @@ class NameCheck:
         assert self._loaded is not None
         await asyncio.wait_for(asyncio.wrap_future(self._loaded), deadline - time.monotonic())
         loop = asyncio.get_running_loop()
-        call = loop.run_in_executor(self._thread, work, finder.find)
-        return await asyncio.wait_for(call, timeout_s)
+        return await asyncio.wait_for(
+            loop.run_in_executor(self._thread, work, finder.find), timeout_s
+        )
 
     def close(self) -> None:
         self._thread.shutdown(wait=False, cancel_futures=True)
