@@ -12,13 +12,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import time
-from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from hybridinfer.decompose.privacy import strings_in
 from hybridinfer.privacy.findings import Finding
-
-T = TypeVar("T")
 
 
 class Finder(Protocol):
@@ -27,6 +24,12 @@ class Finder(Protocol):
     def load(self) -> None: ...
 
     def find(self, text: str) -> list[Finding]: ...
+
+
+class Work(Protocol):
+    """What runs with the finder on the check's thread (``NameCheck.run``)."""
+
+    def __call__(self, finder: Finder) -> Any: ...
 
 
 class NameCheck:
@@ -49,6 +52,19 @@ class NameCheck:
         if self._finder is not None and self._loaded is None:
             self._loaded = self._thread.submit(self._finder.load)
 
+    async def run(self, work: Work, timeout_s: float, deadline: float) -> Any:
+        """``work(finder)`` on the check's thread (pseudonymising needs the names' spans, not
+        only their kinds), under the loading and time bounds of ``kinds_in``, raising as it
+        does."""
+        finder = self._finder
+        if finder is None:
+            raise LookupError("no name finder is installed (the `ner` extra)")
+        self.warm()
+        assert self._loaded is not None
+        await asyncio.wait_for(asyncio.wrap_future(self._loaded), deadline - time.monotonic())
+        loop = asyncio.get_running_loop()
+        return await asyncio.wait_for(loop.run_in_executor(self._thread, work, finder), timeout_s)
+
     async def kinds_in(self, value: Any, timeout_s: float, deadline: float) -> list[str]:
         """The kinds of the names and places in every string of ``value`` (empty: none).
 
@@ -69,23 +85,6 @@ class NameCheck:
 
         loop = asyncio.get_running_loop()
         return await asyncio.wait_for(loop.run_in_executor(self._thread, read), timeout_s)
-
-    async def run(
-        self, work: Callable[[Callable[[str], list[Finding]]], T], timeout_s: float, deadline: float
-    ) -> T:
-        """``work(find)`` on the check's thread, ``find`` being the model's finder (for
-        pseudonymising: it needs the spans, not only the kinds), under the loading and time
-        bounds of ``kinds_in``, raising as it does."""
-        finder = self._finder
-        if finder is None:
-            raise LookupError("no name finder is installed (the `ner` extra)")
-        self.warm()
-        assert self._loaded is not None
-        await asyncio.wait_for(asyncio.wrap_future(self._loaded), deadline - time.monotonic())
-        loop = asyncio.get_running_loop()
-        return await asyncio.wait_for(
-            loop.run_in_executor(self._thread, work, finder.find), timeout_s
-        )
 
     def close(self) -> None:
         self._thread.shutdown(wait=False, cancel_futures=True)

@@ -16,7 +16,7 @@ import asyncio
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, NoReturn
 
-from hybridinfer.decompose.names import NameCheck
+from hybridinfer.decompose.names import Finder, NameCheck
 from hybridinfer.errors import PseudonymisationFailed
 from hybridinfer.policy.document import PrivacyPolicy
 from hybridinfer.privacy.conversation import redact_inputs
@@ -51,8 +51,8 @@ class Pseudonymisation:
         return await asyncio.shield(self._sent)
 
     async def _redact(self, inputs: dict[str, Any], deadline: float) -> dict[str, Any]:
-        def work(find: Any = None) -> tuple[Pseudonymiser, dict[str, Any]]:
-            mapping = Pseudonymiser(find, self._detector)
+        def work(finder: Finder | None = None) -> tuple[Pseudonymiser, dict[str, Any]]:
+            mapping = Pseudonymiser(finder.find if finder else None, self._detector)
             return mapping, redact_inputs(mapping, inputs)
 
         try:
