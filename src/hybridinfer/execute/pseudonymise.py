@@ -40,8 +40,9 @@ class Pseudonymisation:
         self._sent: asyncio.Future[dict[str, Any]] | None = None
         self.failure: str | None = None
         """Why it failed (``detection`` or ``restore``), None while it has not."""
-        self.restore = "not_needed"
-        """``ok`` once an answer was restored, ``failed`` when restoring one failed."""
+        self.restore = "pending"
+        """``ok`` once an answer was restored, ``failed`` when restoring one failed; ``pending``
+        while none came back (or the call failed before one did)."""
 
     async def outbound(self, inputs: Mapping[str, Any], deadline: float) -> dict[str, Any]:
         """The inputs as they may leave: computed once (a retry, fallback or hedge to another
