@@ -154,8 +154,15 @@ def upstream() -> Iterator[tuple[ScriptedUpstream, str]]:
 
 
 @contextmanager
-def serving(upstream_url: str, data_dir: Path, policy: str, names: bool) -> Iterator[httpx.Client]:
-    """The gateway, its one chat deployment the public upstream, ``policy`` applied."""
+def serving(
+    upstream_url: str,
+    data_dir: Path,
+    policy: str,
+    names: bool,
+    private_url: str | None = None,
+) -> Iterator[httpx.Client]:
+    """The gateway, its chat deployment the public upstream (and a weaker private-zone one on
+    ``private_url``), ``policy`` applied."""
     deployment = DeploymentInfo(
         model="big", version="1", capability="chat", quality=0.9, latency_ms=50.0
     )
@@ -177,6 +184,18 @@ def serving(upstream_url: str, data_dir: Path, policy: str, names: bool) -> Iter
         privacy_ner=names,
         static_nodes=[cloud],
     )
+    if private_url is not None:
+        weaker = deployment.model_copy(update={"model": "small", "quality": 0.5})
+        edge = cloud.model_copy(
+            update={
+                "id": "edge-chat",
+                "tier": Tier.EDGE,
+                "zone": Zone.PRIVATE,
+                "url": private_url,
+                "deployments": [weaker],
+            }
+        )
+        settings = settings.model_copy(update={"static_nodes": [cloud, edge]})
     with (
         running_gateway(settings),
         httpx.Client(
@@ -184,7 +203,10 @@ def serving(upstream_url: str, data_dir: Path, policy: str, names: bool) -> Iter
         ) as client,
     ):
         deadline = time.monotonic() + 30
-        while not any(n["status"] == "ready" for n in client.get("/v1/nodes").json()["nodes"]):
+        expected = 1 if private_url is None else 2
+        while (
+            sum(n["status"] == "ready" for n in client.get("/v1/nodes").json()["nodes"]) < expected
+        ):
             assert time.monotonic() < deadline, "the upstream never became ready"
             time.sleep(0.1)
         assert client.post("/v1/policies", json={"policy": policy}).status_code == 201
@@ -461,3 +483,38 @@ def test_names_are_replaced_too_when_the_policy_reads_them(
         assert b"Gonzalez" not in sent
         outcome = trace(client, answer.headers["X-Request-ID"])["plan"]["privacy"]
         assert outcome["pseudonymised"]["generate"]["kinds"]["NAME"] == 1
+
+
+@pytest.mark.integration
+def test_under_on_failure_local_a_detector_failure_gets_a_private_answer(
+    upstream: tuple[ScriptedUpstream, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The policy says ``on_failure: local``: the cloud, first for prefer=quality, gets
+    nothing; the private-zone deployment answers with the original inputs."""
+    scripted, url = upstream
+    private = ScriptedUpstream()
+    policy = POLICY.replace("-1", "-local-1") + "  on_failure: local\n"
+    with (
+        serve_asgi(private.app()) as private_url,
+        serving(url, tmp_path, policy, names=False, private_url=private_url) as client,
+    ):
+        before = len(scripted.ours())
+        broken = Detector([BrokenRecogniser()])
+        monkeypatch.setattr(pipeline_module, "detector_for", lambda _regions: broken)
+        body = {
+            "model": "auto",
+            "messages": [{"role": "user", "content": PROMPT}],
+            "stream": True,
+            "hybridinfer": {"prefer": "quality"},
+        }
+        answer = client.post("/v1/chat/completions", json=body)
+        assert answer.status_code == 200, answer.text
+        assert answer.headers["X-Hybridinfer-Tier"] == "edge"
+        assert len(scripted.ours()) == before
+        (sent,) = private.ours()
+        assert json.loads(sent)["messages"][0]["content"] == PROMPT
+        attempts = trace(client, answer.headers["X-Request-ID"])["attempts"]
+        assert [(a["node"], a["error_code"] or a["status"]) for a in attempts] == [
+            ("cloud-chat", "pseudonymisation_failed"),
+            ("edge-chat", "ok"),
+        ]
