@@ -40,6 +40,7 @@ machine-readable ``code``. One handler (``gateway.middleware.ErrorMiddleware``) 
     │   ├── CacheUnavailable (503 cache_unavailable)
     │   ├── QueueUnavailable (503 queue_unavailable)
     │   └── RateLimitUnavailable (503 rate_limit_unavailable, Retry-After)
+    ├── PseudonymisationFailed (503 pseudonymisation_failed)
     ├── DeadlineExceeded (504 deadline_exceeded)
     └── ConfigError (500 invalid_config; raised at start-up, never per request)
 
@@ -265,6 +266,15 @@ class ServiceUnavailable(HybridInferError):
 
     status_code = 503
     code = "service_unavailable"
+
+
+class PseudonymisationFailed(HybridInferError):
+    """Personal data could not be replaced before a public-zone call, or its values could not
+    be put back in the answer: the subtask fails closed (nothing more goes to the public zone,
+    no placeholder is ever passed off as a value)."""
+
+    status_code = 503
+    code = "pseudonymisation_failed"
 
 
 class StoreUnavailable(ServiceUnavailable):

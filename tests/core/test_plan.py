@@ -68,4 +68,5 @@ def test_describe_lists_each_subtasks_labels_and_copies_the_outputs() -> None:
         "latency_sensitive": True,
         "stays_local": False,
         "difficulty": None,
+        "privacy_mode": "private",
     }

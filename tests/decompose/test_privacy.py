@@ -2,10 +2,11 @@ from __future__ import annotations
 
 import pytest
 
-from hybridinfer.core.plan import Privacy
+from hybridinfer.core.plan import Plan, Privacy, Subtask
 from hybridinfer.decompose.decomposer import Decomposer
-from hybridinfer.decompose.privacy import scan_inputs, strings_in
+from hybridinfer.decompose.privacy import apply_privacy_modes, scan_inputs, strings_in
 from hybridinfer.decompose.rules import default_rules_path, load_rules
+from hybridinfer.policy.privacymodes import PrivacyModes
 
 
 @pytest.fixture
@@ -99,3 +100,16 @@ def test_a_failing_detector_keeps_the_subtask_private() -> None:
     assert labels(decomposer, "sentiment", {"text": "plain words"}) == {
         "classify": Privacy.SENSITIVE
     }
+
+
+def test_privacy_modes_follow_the_capability_unless_the_caller_says_sensitive() -> None:
+    modes = PrivacyModes(capabilities={"chat": "pseudonymise"})
+    chat = Subtask(id="g", capability="chat", task=None, inputs={})
+    local = Subtask(id="r", capability="chat", task=None, inputs={}, stays_local=True)
+    other = Subtask(id="c", capability="text-classification", task=None, inputs={})
+    plan = Plan("chat", [chat, local, other])
+    apply_privacy_modes(plan, modes, None)
+    assert [s.privacy_mode for s in plan.subtasks] == ["pseudonymise", "private", "private"]
+    declared = Plan("chat", [Subtask(id="g", capability="chat", task=None, inputs={})])
+    apply_privacy_modes(declared, modes, Privacy.SENSITIVE)
+    assert declared.subtasks[0].privacy_mode == "private"

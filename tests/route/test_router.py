@@ -83,6 +83,17 @@ def test_sensitive_data_forced_to_cloud_is_refused() -> None:
         decide(router(), subtask(Privacy.SENSITIVE), RouteOptions(route="cloud"))
 
 
+def test_a_pseudonymised_subtask_may_reach_the_cloud_and_the_reason_names_the_mode() -> None:
+    private = decide(router(), subtask(Privacy.SENSITIVE), RouteOptions(prefer="quality"))
+    assert "privacy mode private" in private.reason
+    assert private.chosen.node.zone.value == "private"
+    pseudonymised = subtask(Privacy.SENSITIVE)
+    pseudonymised.privacy_mode = "pseudonymise"
+    decision = decide(router(), pseudonymised, RouteOptions(route="cloud"))
+    assert decision.chosen.node.id == "cloud-1"
+    assert "privacy mode pseudonymise" in decision.reason
+
+
 def test_down_nodes_are_filtered_out_by_health() -> None:
     registry = hybrid_registry()
     registry.get("local").status = NodeStatus.DOWN

@@ -56,6 +56,9 @@ class Subtask:
     """The request inputs whose raw values it sees (directly or through earlier steps)."""
     difficulty: float | None = None
     """How hard its prompt is, 0..1 (``route/difficulty.py``); None when not scored."""
+    privacy_mode: str = "private"
+    """``private``: personal data keeps it in the private zone; ``pseudonymise``: it may
+    leave once its values are replaced (``policy/privacymodes.py``)."""
 
     def labels(self) -> dict[str, Any]:
         """The labels a trace shows for this subtask."""
@@ -71,6 +74,7 @@ class Subtask:
             "latency_sensitive": self.latency_sensitive,
             "stays_local": self.stays_local,
             "difficulty": None if self.difficulty is None else round(self.difficulty, 4),
+            "privacy_mode": self.privacy_mode,
         }
 
 

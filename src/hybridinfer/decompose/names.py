@@ -32,6 +32,12 @@ class Finder(Protocol):
     def find(self, text: str) -> list[Finding]: ...
 
 
+class Work(Protocol):
+    """What runs with the finder on the check's thread (``NameCheck.run``)."""
+
+    def __call__(self, finder: Finder) -> Any: ...
+
+
 class NameCheck:
     """Answers which names and places a value holds; raises when it cannot tell."""
 
@@ -57,6 +63,19 @@ class NameCheck:
         """Start loading the model on the check's thread (returns at once)."""
         if self._finder is not None and self._loaded is None:
             self._loaded = self._thread.submit(self._finder.load)
+
+    async def run(self, work: Work, timeout_s: float, deadline: float) -> Any:
+        """``work(finder)`` on the check's thread (pseudonymising needs the names' spans, not
+        only their kinds), under the loading and time bounds of ``kinds_in``, raising as it
+        does."""
+        finder = self._finder
+        if finder is None:
+            raise LookupError("no name finder is installed (the `ner` extra)")
+        self.warm()
+        assert self._loaded is not None
+        await asyncio.wait_for(asyncio.wrap_future(self._loaded), deadline - time.monotonic())
+        loop = asyncio.get_running_loop()
+        return await asyncio.wait_for(loop.run_in_executor(self._thread, work, finder), timeout_s)
 
     async def kinds_in(self, value: Any, timeout_s: float, deadline: float) -> list[str]:
         """The kinds of the names and places in every string of ``value`` (empty: none).

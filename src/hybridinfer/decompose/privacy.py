@@ -23,8 +23,9 @@ from typing import Any
 
 import orjson
 
-from hybridinfer.core.plan import Privacy
+from hybridinfer.core.plan import Plan, Privacy
 from hybridinfer.decompose.rules import TaskRule, split_reference
+from hybridinfer.policy.privacymodes import PrivacyModes
 from hybridinfer.privacy.detect import Detector, default_detector, standard_recognisers
 
 JSON_DEPTH = 4
@@ -141,3 +142,13 @@ def label_privacy(rule: TaskRule, scan: PrivacyScan, requested: Privacy) -> dict
         else:
             labels[step_id] = ceiling.at_least(rule.step(step_id).privacy or Privacy.PUBLIC)
     return labels
+
+
+def apply_privacy_modes(plan: Plan, modes: PrivacyModes, requested: Privacy | None) -> None:
+    """Give each subtask its capability's privacy mode; a request the caller declared
+    ``sensitive`` keeps every subtask ``private`` (the caller's word is the stricter one)."""
+    if requested is Privacy.SENSITIVE:
+        return
+    for subtask in plan.subtasks:
+        if not subtask.stays_local:
+            subtask.privacy_mode = modes.mode(subtask.capability)

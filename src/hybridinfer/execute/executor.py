@@ -265,6 +265,7 @@ class Executor:
         if gate is not None:  # refused here, the call says nothing of the deployment's health
             try:
                 await gate.clear(subtask, step.candidate, deadline)
+                inputs = await gate.outbound(subtask, step.candidate, inputs, deadline)
             except HybridInferError as error:
                 close_attempt(attempt, started, error)
                 raise
@@ -291,6 +292,12 @@ class Executor:
             verdict = functools.partial(self._judge_abandoned, step, started, called_at)
             call.add_done_callback(functools.partial(verdict, exchanged_at))
             raise
+        if gate is not None:  # values put back; a failure fails closed (``gate.py``)
+            try:
+                outputs = gate.inbound(subtask, step.candidate, outputs)
+            except HybridInferError as error:
+                close_attempt(attempt, started, error)
+                raise
         close_attempt(attempt, started, None)
         self._judge(step, None, attempt.latency_ms, called_at, exchanged_at)
         confidence = outputs.get("confidence")

@@ -148,6 +148,7 @@ class StreamExecutor:
         if gate is not None:
             try:
                 await gate.clear(subtask, step.candidate, deadline)
+                inputs = await gate.outbound(subtask, step.candidate, inputs, deadline)
             except HybridInferError as error:
                 close_attempt(attempt, started, error)
                 raise
@@ -160,6 +161,8 @@ class StreamExecutor:
                 await self._spend.reserve(trace.key_id, deployment.cost_per_call)
                 charged = True
             pieces = backend.infer_stream(node, deployment, inputs, remaining)
+            if gate is not None:  # values put back as the pieces arrive (``gate.py``)
+                pieces = gate.restoring(subtask, step.candidate, pieces)
             first = await _first_token(pieces)
         except HybridInferError as error:
             if charged and self._spend is not None:  # no token came: nothing to pay for

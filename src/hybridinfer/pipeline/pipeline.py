@@ -16,13 +16,14 @@ from hybridinfer.core.trace import Trace
 from hybridinfer.decompose.auto import AUTO_TASK, choose_task
 from hybridinfer.decompose.decomposer import Decomposer
 from hybridinfer.decompose.names import NameCheck
-from hybridinfer.decompose.privacy import detector_for
+from hybridinfer.decompose.privacy import apply_privacy_modes, detector_for
 from hybridinfer.errors import HybridInferError, InvalidRequest
 from hybridinfer.execute.executor import Executor, SubtaskResult
 from hybridinfer.execute.gate import PrivacyGate
 from hybridinfer.execute.streaming import StreamExecutor, TokenStream
 from hybridinfer.pipeline.aggregate import aggregate, summarise
 from hybridinfer.policy.document import PrivacyPolicy
+from hybridinfer.policy.privacymodes import PrivacyModes
 from hybridinfer.privacy.scrub import scrub
 from hybridinfer.route.difficulty import DifficultyScorer, decide_reading_difficulty
 from hybridinfer.route.pin import pin
@@ -33,6 +34,11 @@ from hybridinfer.store.tracesink import TraceSink
 def privacy_policy(context: RouteContext) -> PrivacyPolicy:
     """The privacy settings of the policy version deciding the request."""
     return context.policy.policy.privacy if context.policy is not None else PrivacyPolicy()
+
+
+def privacy_modes(context: RouteContext) -> PrivacyModes:
+    """The privacy modes per capability of the policy version deciding the request."""
+    return context.policy.policy.privacy_modes if context.policy is not None else PrivacyModes()
 
 
 class Pipeline:
@@ -74,7 +80,7 @@ class Pipeline:
                 deadline = self._deadline(request)
                 context = self._context(self._route_options(request), request.task, trace)
                 privacy = privacy_policy(context)
-                plan = self._plan(request, privacy)
+                plan = self._plan(request, privacy, privacy_modes(context))
                 hedging = self._executor.hedging
                 for subtask in plan.subtasks:
                     subtask.priority = options.priority
@@ -91,7 +97,7 @@ class Pipeline:
             with trace.stage("route"):
                 decisions, unplaced = await self._route(plan, request, trace, context)
             with trace.stage("execute"):
-                gate = PrivacyGate(plan, request.inputs, self._names, privacy)
+                gate = self._gate(plan, request, privacy, context)
                 results = await self._executor.run(
                     plan, decisions, request.inputs, trace, deadline, unplaced, gate
                 )
@@ -119,15 +125,26 @@ class Pipeline:
         options = request.options
         return RouteOptions(options.route, options.prefer, options.max_latency_ms)
 
-    def _plan(self, request: InferRequest, privacy: PrivacyPolicy) -> Plan:
-        """The request's plan, scanned with the policy's phone regions and failure rule."""
-        return self._decomposer.plan(
+    def _plan(self, request: InferRequest, privacy: PrivacyPolicy, modes: PrivacyModes) -> Plan:
+        """The request's plan, scanned with the policy's phone regions and failure rule, each
+        subtask in its capability's privacy mode."""
+        plan = self._decomposer.plan(
             request.task,
             request.inputs,
             request.options.privacy,
             detector_for(tuple(privacy.phone_regions)),
             fail_closed=privacy.on_detector_failure == "sensitive",
         )
+        apply_privacy_modes(plan, modes, request.options.privacy)
+        return plan
+
+    def _gate(
+        self, plan: Plan, request: InferRequest, privacy: PrivacyPolicy, context: RouteContext
+    ) -> PrivacyGate:
+        """The request's privacy gate (it pseudonymises with the policy's detector)."""
+        detector = detector_for(tuple(privacy.phone_regions))
+        modes = privacy_modes(context)
+        return PrivacyGate(plan, request.inputs, self._names, privacy, modes, detector)
 
     async def _route(
         self, plan: Plan, request: InferRequest, trace: Trace, context: RouteContext
@@ -189,7 +206,7 @@ class Pipeline:
             with trace.stage("decompose"):
                 context = self._context(self._route_options(request), request.task, trace)
                 privacy = privacy_policy(context)
-                plan = self._plan(request, privacy)
+                plan = self._plan(request, privacy, privacy_modes(context))
                 trace.plan = plan.describe()
                 if len(plan.subtasks) != 1:
                     raise InvalidRequest(f"task {request.task!r} has several steps; cannot stream")
@@ -201,11 +218,13 @@ class Pipeline:
                 decision = pin(decided, options.model)
                 trace.decisions = [decision.describe()]
             with trace.stage("execute"):
-                gate = PrivacyGate(plan, request.inputs, self._names, privacy)
-                stream = await self._streamer.start(
-                    subtask, decision, request.inputs, trace, deadline, gate
-                )
-                trace.plan["privacy"] = dict(plan.privacy)
+                gate = self._gate(plan, request, privacy, context)
+                try:
+                    stream = await self._streamer.start(
+                        subtask, decision, request.inputs, trace, deadline, gate
+                    )
+                finally:  # a refusal's trace shows what the gate found too
+                    trace.plan["privacy"] = dict(plan.privacy)
         except HybridInferError as error:
             self._record_failure(trace, error)
             raise
@@ -231,6 +250,7 @@ class Pipeline:
         result = SubtaskResult(subtask, status, attempt=stream.attempt, error=error, reason=reason)
         result.latency_ms = stream.attempt.latency_ms
         assert trace.plan is not None
+        trace.plan["privacy"] = dict(plan.privacy)  # restoring ends with the stream
         trace.plan["results"] = [summarise(result)]
         trace.plan["first_token_ms"] = round(stream.first_token_ms, 3)
         if error is not None:

@@ -2,7 +2,8 @@
 (``<EMAIL_1>``) before text leaves the private zone, and comes back in the answer.
 
 The mapping lives only in the ``Pseudonymiser`` of one request, in memory: it is never
-persisted, logged or traced (``describe`` reports counts only).
+persisted, logged or traced (``describe`` and ``outcome`` report counts only). Placeholders
+are read back tolerantly (``placeholders.py``: case, spaces and brackets a model changed).
 """
 
 from __future__ import annotations
@@ -12,18 +13,32 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import orjson
+
 from hybridinfer.errors import InvalidInput
-from hybridinfer.privacy.detect import Finding, detect, merge
+from hybridinfer.privacy.detect import Detector, Finding, default_detector, merge
+from hybridinfer.privacy.placeholders import TOLERANT, accepted, placeholders_in
 
 PLACEHOLDER = re.compile(r"<(?P<kind>[A-Z]+)_(?P<number>\d+)>")
+"""A placeholder as it is issued."""
 
 
 class Pseudonymiser:
     """One request's mapping between personal values and their placeholders."""
 
-    def __init__(self, find_more: Callable[[str], list[Finding]] | None = None) -> None:
-        """``find_more``: an extra finder (NER names and places) besides the patterns."""
+    def __init__(
+        self,
+        find_more: Callable[[str], list[Finding]] | None = None,
+        detector: Detector | None = None,
+    ) -> None:
+        """``find_more``: an extra finder (NER names and places) besides the patterns of
+        ``detector`` (default: every recogniser, the default phone regions)."""
         self._find_more = find_more
+        self._detector = detector or default_detector()
+        self.restored = 0
+        """Placeholders put back so far (each occurrence)."""
+        self.unissued = 0
+        """Placeholder-like strings read back that this mapping never issued (left as is)."""
         self._placeholder_of: dict[str, str] = {}
         self._value_of: dict[str, str] = {}
         self._counts: Counter[str] = Counter()
@@ -33,10 +48,10 @@ class Pseudonymiser:
         """``text`` with each personal value replaced; the same value always gets the same
         placeholder. Placeholder-like strings already in the text are never issued, so
         ``restore(redact(text)) == text``."""
-        self._reserved.update(match.group() for match in PLACEHOLDER.finditer(text))
+        self._reserved.update(placeholders_in(text))
         pieces: list[str] = []
         position = 0
-        findings = detect(text)
+        findings = self._detector.detect(text)
         if self._find_more is not None:
             findings = merge(findings, self._find_more(text))
         for finding in findings:
@@ -48,14 +63,51 @@ class Pseudonymiser:
 
     def restore(self, value: Any) -> Any:
         """``value`` (a string, or lists and dicts holding strings) with placeholders this
-        mapping issued replaced by the original values; other text is left as it is."""
+        mapping issued replaced by the original values; other text is left as it is. A
+        tool call's ``arguments`` (JSON text) gets the values JSON-escaped."""
         if isinstance(value, str):
-            return PLACEHOLDER.sub(lambda m: self._value_of.get(m.group(), m.group()), value)
+            return self.restore_text(value)
         if isinstance(value, list):
             return [self.restore(item) for item in value]
         if isinstance(value, dict):
-            return {key: self.restore(item) for key, item in value.items()}
+            return {
+                key: self.restore_text(item, json_text=True)
+                if key == "arguments" and isinstance(item, str)
+                else self.restore(item)
+                for key, item in value.items()
+            }
         return value
+
+    def restore_text(self, text: str, json_text: bool = False) -> str:
+        """``text`` with each issued placeholder, however reformatted, replaced by its value
+        (escaped for a JSON string when ``json_text``)."""
+        if not any(character.isdigit() for character in text):
+            return text  # every placeholder has a number: most pieces of an answer stop here
+        return TOLERANT.sub(lambda match: self._put_back(match, json_text), text)
+
+    def _put_back(self, match: re.Match[str], json_text: bool) -> str:
+        reading = accepted(match)
+        if reading is None:
+            return match.group()
+        prefix, placeholder, suffix = reading
+        value = self._value_of.get(placeholder)
+        if value is None:
+            if placeholder not in self._reserved:
+                self.unissued += 1
+            return match.group()
+        self.restored += 1
+        if json_text:
+            value = orjson.dumps(value).decode()[1:-1]
+        return f"{prefix}{value}{suffix}"
+
+    def outcome(self) -> dict[str, Any]:
+        """What was replaced and put back (kinds and counts, never values; safe to trace)."""
+        return {
+            "kinds": self.describe(),
+            "values": len(self._value_of),
+            "restored": self.restored,
+            "unissued": self.unissued,
+        }
 
     def __repr__(self) -> str:  # never the values: a mapping may end up in a log line
         return f"Pseudonymiser({self.describe()})"

@@ -45,8 +45,10 @@ def explain(
             rejected[candidate.rejected_by] = rejected.get(candidate.rejected_by, 0) + 1
     tail = [f"{len(fallbacks)} fallback(s)"]
     tail += [f"{count} rejected by {name}" for name, count in sorted(rejected.items())]
-    if subtask.privacy is Privacy.SENSITIVE:
-        tail.append("sensitive data kept in the private zone")
+    if subtask.privacy_mode == "pseudonymise":
+        tail.append("privacy mode pseudonymise: personal data replaced before any public call")
+    elif subtask.privacy is Privacy.SENSITIVE:
+        tail.append("privacy mode private: sensitive data kept in the private zone")
     return f"{head}; {', '.join(tail)}."
 
 

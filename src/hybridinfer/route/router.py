@@ -42,9 +42,10 @@ def _filter(
 ) -> None:
     node, deployment = candidate.node, candidate.deployment
     route = context.options.route
-    if subtask.privacy is Privacy.SENSITIVE and node.zone is not Zone.PRIVATE:
+    pseudonymised = subtask.privacy_mode == "pseudonymise"
+    if subtask.privacy is Privacy.SENSITIVE and node.zone is not Zone.PRIVATE and not pseudonymised:
         candidate.rejected_by = "privacy"
-        candidate.detail = "sensitive data never leaves the private zone"
+        candidate.detail = "sensitive data never leaves the private zone (privacy mode private)"
     elif node.tier in policy.disabled_tiers:
         candidate.rejected_by = "degrade"
         candidate.detail = f"the {node.tier} tier is switched off by the policy"

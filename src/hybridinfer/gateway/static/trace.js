@@ -13,7 +13,8 @@ function renderTrace(trace) {
     (trace.policy_version ? ` · policy ${trace.policy_version}` : "") +
     (trace.trace_id ? ` · trace ${trace.trace_id}` : "");
   drawPlan(document.getElementById("plan"), trace);
-  renderDecisions(document.getElementById("decisions"), trace.decisions || []);
+  const pseudonymised = (trace.plan && trace.plan.privacy && trace.plan.privacy.pseudonymised) || {};
+  renderDecisions(document.getElementById("decisions"), trace.decisions || [], pseudonymised);
   drawWaterfall(document.getElementById("waterfall"), trace);
   renderAttempts(document.querySelector("#attempts tbody"), trace.attempts || []);
   const error = trace.error;
@@ -64,7 +65,7 @@ function drawPlan(svg, trace) {
   }
 }
 
-function renderDecisions(container, decisions) {
+function renderDecisions(container, decisions, pseudonymised = {}) {
   clear(container);
   if (!decisions.length) container.append(htmlEl("p", { text: "no decision (the request stopped before routing)" }));
   for (const decision of decisions) {
@@ -85,10 +86,19 @@ function renderDecisions(container, decisions) {
       htmlEl("strong", { text: `${decision.subtask} → ${decision.chosen} (${decision.tier})` }),
       htmlEl("p", { class: "reason", text: decision.reason }),
       difficultyLine(decision),
+      pseudonymLine(pseudonymised[decision.subtask]),
       htmlEl("small", { text: `policy ${decision.policy_version}` + (decision.rules.length ? ` · rules ${decision.rules.join(", ")}` : "") + (decision.fallbacks.length ? ` · fallbacks ${decision.fallbacks.join(", ")}` : "") }),
       table,
     ]));
   }
+}
+
+// What pseudonymisation replaced for the subtask (kinds and counts; the trace holds no value).
+function pseudonymLine(outcome) {
+  if (!outcome) return htmlEl("p", { class: "pseudonyms", text: "" });
+  const kinds = Object.entries(outcome.kinds || {}).map(([kind, n]) => `${kind} x${n}`).join(", ") || "nothing found";
+  const restore = outcome.failed ? `failed (${outcome.failed})` : outcome.restore;
+  return htmlEl("p", { class: "pseudonyms", text: `pseudonymised: ${kinds} · ${outcome.restored ?? 0} restored · ${outcome.unissued ?? 0} never issued · restore ${restore}` });
 }
 
 // The prompt's difficulty against the knob's threshold, or why it was not read.
