@@ -84,19 +84,13 @@ class NameCheck:
         ``timeout_s``. Raises ``LookupError`` without a model and ``TimeoutError`` when time
         runs out; any error of the model itself propagates: the caller fails closed.
         """
-        finder = self._finder
-        if finder is None:
-            raise LookupError("no name finder is installed (the `ner` extra)")
-        self.warm()
-        assert self._loaded is not None
-        await asyncio.wait_for(asyncio.wrap_future(self._loaded), deadline - time.monotonic())
         texts = [text for text in strings_in(value) if text.strip()]
 
-        def read() -> list[str]:
+        def read(finder: Finder) -> list[str]:
             return [kind for text in texts for kind in self._kinds(finder, text)]
 
-        loop = asyncio.get_running_loop()
-        return await asyncio.wait_for(loop.run_in_executor(self._thread, read), timeout_s)
+        kinds: list[str] = await self.run(read, timeout_s, deadline)
+        return kinds
 
     def _kinds(self, finder: Finder, text: str) -> list[str]:
         """The kinds of the names in one text, remembered by its digest (on the check's thread:
