@@ -182,7 +182,9 @@ def header(latest: dict[str, Any]) -> Lines:
         "# Benchmarks",
         "",
         "Written by `make bench` (`bench/run_all.py`) from `bench/results/latest.json`; every "
-        "figure here comes from that one run. Do not edit by hand: rerun `make bench`.",
+        "figure of a section comes from one run of it, side by side where it compares (a "
+        "section rerun alone with `--only` says its own date). Do not edit by hand: rerun "
+        "`make bench`.",
         "",
         f"- Date: {machine['date']}; machine: {machine['cores']} cores, {machine['platform']}",
         f"- Versions: {versions}",
@@ -228,12 +230,13 @@ def _why(section: dict[str, Any]) -> str:
 
 
 def context(section: dict[str, Any], cores: int) -> Lines:
-    """How long the section ran and how busy the machine was (1-minute load average)."""
+    """How long the section ran, when, and how busy the machine was (1-minute load average)."""
     load = section.get("load_average")
     if load is None:
         return []
+    when = f"run {section['date']}; " if "date" in section else ""
     return [
-        f"_{section['seconds']:.0f} s; load average {load['before']:.1f} before, "
+        f"_{when}{section['seconds']:.0f} s; load average {load['before']:.1f} before, "
         f"{load['after']:.1f} after, on {cores} cores._",
         "",
     ]

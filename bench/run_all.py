@@ -7,6 +7,9 @@ is gathered into ``bench/results/latest.json``; ``bench/plots.py`` draws the fig
 ``bench/report.py`` writes the document from that file alone.
 
     python -m bench.run_all [--only gateway_overhead,routing] [--skip llm] [--report-only]
+
+``--only`` reruns those sections and replaces them in the last run's record; the others keep
+their results and the date they ran, which the document states per section.
 """
 
 from __future__ import annotations
@@ -181,15 +184,34 @@ def main() -> None:
     for section in SECTIONS:
         if (only and section.name not in only) or section.name in skip:
             continue
-        sections[section.name] = {"title": section.title, **run_section(section)}
+        ran = {"title": section.title, "date": machine()["date"], **run_section(section)}
+        sections[section.name] = ran
     latest = {
         "machine": {**machine(), "versions": versions()},
         "total_seconds": round(time.perf_counter() - started, 1),
         "sections": sections,
     }
+    if only and LATEST.exists():
+        latest = merged(latest, json.loads(LATEST.read_text()))
     LATEST.write_text(json.dumps(latest, indent=2) + "\n")
     publish(latest)
     print(f"total {latest['total_seconds']} s", flush=True)
+
+
+def merged(latest: dict[str, Any], earlier: dict[str, Any]) -> dict[str, Any]:
+    """``latest``'s sections put into the ``earlier`` run's record: a rerun of some sections
+    replaces just those; the others keep their results and the date they ran."""
+    earlier_date = earlier["machine"]["date"]
+    kept = {
+        name: {"date": earlier_date, **record}
+        for name, record in earlier["sections"].items()
+        if name not in latest["sections"]
+    }
+    sections = {
+        name: kept.get(name) or latest["sections"].get(name) for name in earlier["sections"]
+    }
+    sections.update(latest["sections"])
+    return {**latest, "sections": sections, "total_seconds": earlier.get("total_seconds", 0.0)}
 
 
 def publish(latest: dict[str, Any]) -> None:

@@ -10,6 +10,8 @@ import pytest
 from bench.plots import draw_all
 from bench.report import render
 
+from bench import run_all
+
 
 def latency(p50: float, p99: float) -> dict[str, float]:
     return {"p50": p50, "p95": (p50 + p99) / 2, "p99": p99}
@@ -152,3 +154,21 @@ def test_without_a_sustained_fixed_rate_the_shared_search_rates_are_compared(
     row = next(line for line in lines if line.startswith("| added latency ≤ 1/10"))
     assert "10 RPS: p50 0.50 vs 20.00 ms, p99 1.00 vs 40.00 ms" in row
     assert row.endswith("**met** |")
+
+
+def test_a_rerun_of_some_sections_replaces_only_those_and_keeps_the_dates() -> None:
+    earlier = {
+        "machine": {"date": "2026-11-30T10:00:00+00:00"},
+        "total_seconds": 900.0,
+        "sections": {"routing": {"status": "ok", "seconds": 60}, "gateway_overhead": {"old": 1}},
+    }
+    rerun = {
+        "machine": {"date": "2026-12-02T01:00:00+00:00"},
+        "total_seconds": 300.0,
+        "sections": {"gateway_overhead": {"date": "2026-12-02T01:00:00+00:00", "new": 1}},
+    }
+    latest = run_all.merged(rerun, earlier)
+    assert latest["sections"]["gateway_overhead"] == rerun["sections"]["gateway_overhead"]
+    assert latest["sections"]["routing"]["date"] == "2026-11-30T10:00:00+00:00"
+    assert list(latest["sections"]) == ["routing", "gateway_overhead"]  # the document's order
+    assert latest["machine"]["date"] == "2026-12-02T01:00:00+00:00"
