@@ -15,6 +15,9 @@ from hybridinfer.route.router import RouteOptions, Router
 from hybridinfer.signals.ewma import Signals
 from hybridinfer.signals.registry import NodeRegistry
 from tests.fakes import deployment, node
+from tests.store.conftest import postgres_url, store, store_url
+
+__all__ = ["postgres_url", "store", "store_url"]
 
 LOCAL = "local/small:1"
 CLOUD = "cloud-1/large:1"
