@@ -15,6 +15,7 @@ serves every ``prefer``. Estimates start at the neutral 0.5 (the ridge prior).
 from __future__ import annotations
 
 import math
+import operator
 import random
 from collections import Counter, deque
 from dataclasses import dataclass, field
@@ -62,7 +63,16 @@ class Estimate:
 class ArmModel:
     """Ridge regression of the three components on the context, its past fading."""
 
-    __slots__ = ("_coefficients", "_inverse", "b", "gram", "observed", "samples", "step")
+    __slots__ = (
+        "_coefficients",
+        "_combined",
+        "_inverse",
+        "b",
+        "gram",
+        "observed",
+        "samples",
+        "step",
+    )
 
     def __init__(self) -> None:
         self.gram = np.zeros((DIMENSIONS, DIMENSIONS))
@@ -73,6 +83,9 @@ class ArmModel:
         """The capability's outcome count when this arm was last updated."""
         self._inverse: list[list[float]] = (np.eye(DIMENSIONS) / _RIDGE).tolist()
         self._coefficients: list[list[float]] = [[0.0] * DIMENSIONS for _ in COMPONENTS]
+        self._combined: dict[tuple[float, float, float], list[float]] = {}
+        """The components' coefficients weighed by one ``prefer``'s weights, kept per weights
+        until the next update: a decision then costs one dot product per arm."""
 
     def observe(
         self, context: tuple[float, ...], outcome: Outcome, weight: float, faded: float
@@ -87,21 +100,32 @@ class ArmModel:
         inverse = np.linalg.inv(self.gram + _RIDGE * np.eye(DIMENSIONS))
         self._inverse = inverse.tolist()
         self._coefficients = (inverse @ self.b).T.tolist()
+        self._combined = {}
 
     def estimate(
-        self, context: tuple[float, ...], weights: tuple[float, float, float], faded: float
+        self,
+        context: tuple[float, ...],
+        weights: tuple[float, float, float],
+        faded: float,
+        width: bool = True,
     ) -> Estimate:
         """The weighted reward predicted for ``context``; ``faded``: the fade since the last
-        update (it widens the interval and shrinks the samples, the mean stays)."""
-        total = sum(weights) or 1.0
-        mean = _PRIOR
-        for weight, row in zip(weights, self._coefficients, strict=True):
-            mean += weight / total * sum(c * v for c, v in zip(row, context, strict=True))
+        update (it widens the interval and shrinks the samples, the mean stays). Without
+        ``width`` the interval is not computed (0)."""
+        combined = self._combined.get(weights)
+        if combined is None:
+            total = sum(weights) or 1.0
+            combined = self._combined[weights] = [
+                sum(w / total * row[i] for w, row in zip(weights, self._coefficients, strict=True))
+                for i in range(DIMENSIONS)
+            ]
+        mean = _PRIOR + sum(map(operator.mul, combined, context))
         spread = 0.0
-        for value, row in zip(context, self._inverse, strict=True):
-            spread += value * sum(c * v for c, v in zip(row, context, strict=True))
-        width = math.sqrt(max(spread, 0.0) / max(faded, 1e-12))
-        return Estimate(mean, width, self.samples * faded, self.observed)
+        if width:
+            for value, row in zip(context, self._inverse, strict=True):
+                spread += value * sum(map(operator.mul, row, context))
+            spread = math.sqrt(max(spread, 0.0) / max(faded, 1e-12))
+        return Estimate(mean, spread, self.samples * faded, self.observed)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -150,6 +174,7 @@ class Bandit:
     _weight: float = 0.0
     _keys: deque[str] = field(default_factory=deque)
     _key_counts: Counter[str] = field(default_factory=Counter)
+    _gamma: tuple[int, float] = (0, 1.0)
 
     @property
     def public_share(self) -> float:
@@ -158,7 +183,10 @@ class Bandit:
 
     @property
     def gamma(self) -> float:
-        return float(0.5 ** (1.0 / self.half_life))
+        """The fade per outcome: 0.5 after ``half_life`` of them."""
+        if self._gamma[0] != self.half_life:
+            self._gamma = (self.half_life, float(0.5 ** (1.0 / self.half_life)))
+        return self._gamma[1]
 
     def key_weight(self, key: str, max_share: float) -> float:
         """Count one outcome of ``key``; its weight: 1, or less past ``max_share`` of the
@@ -191,12 +219,18 @@ class Bandit:
         model.step = self.step
 
     def estimate(
-        self, arm: str, context: tuple[float, ...], weights: tuple[float, float, float]
+        self,
+        arm: str,
+        context: tuple[float, ...],
+        weights: tuple[float, float, float],
+        width: bool = True,
     ) -> Estimate:
+        """``arm``'s predicted reward for ``context`` (the prior for an arm never seen)."""
         model = self.arms.get(arm)
         if model is None:
             return Estimate(mean=_PRIOR, width=math.inf, samples=0.0)
-        return model.estimate(context, weights, _fade(self.gamma, self.step - model.step))
+        faded = _fade(self.gamma, self.step - model.step)
+        return model.estimate(context, weights, faded, width)
 
     def choose(
         self,
@@ -208,7 +242,8 @@ class Bandit:
     ) -> Choice:
         """Choose among ``arms`` (id, public), in the static policy's order: the static
         choice (index 0) unless the estimates of arms with ``min_samples`` beat it."""
-        estimates = [self.estimate(arm, context, weights) for arm, _ in arms]
+        width = bounds.optimism > 0.0
+        estimates = [self.estimate(arm, context, weights, width) for arm, _ in arms]
         over = bounds.cloud_share is not None and self.public_share >= bounds.cloud_share
         allowed = [i for i, (_, public) in enumerate(arms) if not (over and public)] or list(
             range(len(arms))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from hybridinfer.learning.bandit import Outcome
 
@@ -61,6 +62,17 @@ class DriftingWorld:
         return Outcome(quality=right, latency=latency, cost=truth.cost)
 
 
+class World(Protocol):
+    """What ``run`` plays against: each arm's expected and observed outcome per step."""
+
+    @property
+    def arms(self) -> Sequence[str]: ...
+
+    def truth(self, arm: str, step: int, difficulty: float) -> Outcome: ...
+
+    def sample(self, arm: str, step: int, difficulty: float, rng: random.Random) -> Outcome: ...
+
+
 @dataclass(slots=True)
 class Trajectory:
     """What a run chose and what every arm would have earned in expectation, per step."""
@@ -100,7 +112,7 @@ Learner = Callable[[str, float, Outcome], None]
 
 
 def run(
-    world: DriftingWorld,
+    world: World,
     steps: int,
     choose: Chooser,
     learn: Learner,

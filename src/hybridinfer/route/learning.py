@@ -109,8 +109,8 @@ def _record(
         "capability": subtask.capability,
         "arm": chosen.deployment.id,
         "mode": mode,
-        "propensity": 1.0 if choice is None else round(choice.propensity, 6),
-        "context": [round(value, 6) for value in features],
+        "propensity": 1.0 if choice is None else choice.propensity,
+        "context": list(features),
         "candidates": [c.deployment.id for c in ranked],
         "public": chosen.node.zone is not Zone.PRIVATE,
         "prefer": context.options.prefer,
@@ -122,7 +122,7 @@ def _record(
     }
     if choice is not None:
         record["estimates"] = {
-            c.deployment.id: {"reward": round(e.mean, 4), "samples": round(e.samples, 1)}
+            c.deployment.id: {"reward": e.mean, "samples": e.samples}
             for c, e in zip(ranked, choice.estimates, strict=True)
         }
         record["constrained"] = choice.constrained
