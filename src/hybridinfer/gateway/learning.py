@@ -8,18 +8,33 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from hybridinfer.gateway.routes import limit_of, requires
 from hybridinfer.gateway.state import feedback_of, json_of, learners_of
-from hybridinfer.server.responses import JSON
+from hybridinfer.server.responses import JSON, parse_body
+
+
+class FeedbackBody(BaseModel):
+    """``POST /v1/feedback``: exactly one of ``score``, ``label`` or ``correct``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    request_id: str = Field(min_length=1, max_length=128, description="A request you made.")
+    score: float | None = Field(None, ge=0.0, le=1.0, strict=True, description="0 bad, 1 good.")
+    label: Literal["good", "neutral", "bad"] | None = None
+    correct: bool | None = Field(None, strict=True)
+    comment: str | None = Field(None, max_length=2000)
 
 
 @requires("infer")
 async def submit_feedback(request: Request) -> Response:
-    body = await json_of(request)
+    body = parse_body(FeedbackBody, await json_of(request)).model_dump(exclude_none=True)
     return JSON(await feedback_of(request).submit(body, request.state.principal))
 
 
