@@ -83,3 +83,11 @@ def test_feedback_bodies_become_a_quality(body: dict[str, object], quality: floa
 def test_bad_feedback_bodies_are_refused(body: dict[str, object]) -> None:
     with pytest.raises(SchemaViolation):
         feedback_quality(body)
+
+
+def test_losing_a_hedge_race_earns_no_latency_and_the_expected_quality() -> None:
+    raced = [
+        attempt(LOCAL, status="cancelled", latency_ms=300.0),
+        attempt(CLOUD, role="hedge", latency_ms=40.0, confidence=0.9),
+    ]
+    assert implicit_outcome(RECORD, raced, POLICY) == Outcome(quality=0.75, latency=0.0, cost=1.0)

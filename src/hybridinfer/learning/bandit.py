@@ -196,7 +196,8 @@ class Bandit:
         while len(self._keys) > self.half_life:
             old = self._keys.popleft()
             self._key_counts[old] -= 1
-        share = self._key_counts[key] / len(self._keys)
+        # Over a full window even while it fills: the first outcomes are not one key's alone.
+        share = self._key_counts[key] / max(len(self._keys), self.half_life)
         return 1.0 if share <= max_share else max_share / share
 
     def observe(

@@ -1,7 +1,8 @@
 """Outcomes: what a placement earned, from explicit feedback or from what the system saw.
 
 Implicit outcomes come from the finished trace: an error or a fallback (the chosen
-deployment did not answer) earns 0 on every component; a cascade escalation (its answer was
+deployment did not answer) earns 0 on every component; losing a hedge race earns 0 on
+latency and the deployment's expected quality; a cascade escalation (its answer was
 not confident) earns its own confidence as quality and pays the escalation's latency and
 cost too; a latency past the request's ``max_latency_ms`` earns 0 on latency. Explicit
 feedback (``POST /v1/feedback``) replaces the quality within the policy's feedback window.
@@ -48,11 +49,15 @@ def implicit_outcome(
     """What the chosen deployment earned, read from the subtask's attempts."""
     arm = learning["arm"]
     answered = [a for a in attempts if a.deployment == arm and a.status == "ok"]
+    costs: dict[str, float] = learning.get("costs", {})
+    if not answered and any(a.deployment == arm and a.status == "cancelled" for a in attempts):
+        # It lost a hedge race: slower than its own p95, its answer never read.
+        cost = max(0.0, 1.0 - costs.get(arm, 0.0) / policy.cost_scale)
+        return Outcome(quality=float(learning.get("quality", 0.5)), latency=0.0, cost=cost)
     if not answered:
         return FAILED
     escalations = [a for a in attempts if a.role == "escalation" and a.status == "ok"]
     own = answered[0]
-    costs: dict[str, float] = learning.get("costs", {})
     latency_ms = own.latency_ms + sum(a.latency_ms for a in escalations)
     cost = costs.get(arm, 0.0) + sum(costs.get(a.deployment, 0.0) for a in escalations)
     if escalations:
