@@ -21,6 +21,7 @@ from hybridinfer.control.audit import AuditLog
 from hybridinfer.control.jobs import JobService
 from hybridinfer.control.keyadmin import KeyService
 from hybridinfer.control.keys import KeyRing, generate_key
+from hybridinfer.control.learning import FeedbackService, LearnerService
 from hybridinfer.control.lifecycle import Lifecycle, Part
 from hybridinfer.control.localtier import (
     LOCAL_NODE_ID,
@@ -51,6 +52,8 @@ from hybridinfer.execute.executor import Admission, Executor
 from hybridinfer.execute.hedge import HedgePolicy
 from hybridinfer.execute.retry import Retries
 from hybridinfer.execute.streaming import StreamExecutor
+from hybridinfer.learning.engine import Learners
+from hybridinfer.learning.sync import LearnerSync
 from hybridinfer.models.store import ModelStore
 from hybridinfer.objectstore import open_store
 from hybridinfer.observe.metrics import Metrics
@@ -72,6 +75,7 @@ from hybridinfer.signals.keybudget import KeyBudgetLedger
 from hybridinfer.signals.registry import NodeRegistry, node_from_registration
 from hybridinfer.signals.sharedledger import CacheLedger
 from hybridinfer.store.jobs import JobStore
+from hybridinfer.store.learnerlog import LearnerLog
 from hybridinfer.store.sql import SqlStore
 from hybridinfer.store.tracesink import TraceSink
 
@@ -145,6 +149,14 @@ class ControlPlane:
             self.store, self.policies.current, self.audit, registry=self.registry
         )
         self.decomposer = Decomposer(load_rules(settings.rules_file or default_rules_path()))
+        self.learners = Learners(lambda: self.policies.current().policy.learning)
+        self.learner_log = LearnerLog(self.store)
+        self.learner_sync = LearnerSync(
+            self.learners,
+            self.learner_log,
+            lambda: self.policies.current().policy.learning.feedback_window_s,
+            interval_s=settings.learner_sync_interval_s,
+        )
         self.router = Router(
             self.registry,
             self.signals,
@@ -153,12 +165,14 @@ class ControlPlane:
             breakers=self.breakers,
             choose_policy=self.policies.choose,
             rollout_percent=self.rollouts.percent,
+            learners=self.learners,
         )
 
     def _build_observation(self) -> None:
         """The trace sink, with rollout figures and (when exporting) spans observing it."""
         self.traces = TraceSink(self.store)
         self.traces.observers.append(self.rollouts.record)
+        self.traces.observers.append(self.learners.observe_trace)
         # OpenTelemetry spans, built from finished traces off the request path.
         exporter = self.settings.otel_exporter
         self.telemetry = None if exporter == "off" else Telemetry(self.settings)
@@ -279,7 +293,7 @@ class ControlPlane:
                 loading=self._loading,
                 ejections=self.signals.ejections,
             ),
-            traces=TraceService(self.traces),
+            traces=TraceService(self.traces, feedback=self.learner_log.get_feedback),
             jobs=self.jobs,
             policies=self.policies,
             rollouts=self.rollouts,
@@ -295,6 +309,10 @@ class ControlPlane:
                 telemetry=self.telemetry,
                 exporter=settings.otel_exporter,
             ),
+            feedback=FeedbackService(
+                self.traces, self.learner_log, lambda: self.policies.current().policy.learning
+            ),
+            learners=LearnerService(self.learners, self.learner_log, self.audit),
         )
 
     def _parts(self) -> list[Part]:
@@ -310,6 +328,7 @@ class ControlPlane:
             *([] if telemetry is None else [Part("spans", telemetry.start, telemetry.stop)]),
             Part("trace sink", start=self.traces.start, stop=self.traces.stop),
             Part("policies", start=self.policies.start, stop=self.policies.stop),
+            Part("learner", start=self.learner_sync.start, stop=self.learner_sync.stop),
             Part("rollouts", start=self.rollouts.start, stop=self.rollouts.stop),
             Part("local cpu", start=self.local_cpu.start, stop=self.local_cpu.stop),
             Part("name and difficulty models", start=self._warm_names, stop=self._close_names),

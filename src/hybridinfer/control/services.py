@@ -14,6 +14,7 @@ from hybridinfer.control.artifacts import ArtifactService
 from hybridinfer.control.audit import AuditLog
 from hybridinfer.control.jobs import JobService
 from hybridinfer.control.keyadmin import KeyService
+from hybridinfer.control.learning import FeedbackService, LearnerService
 from hybridinfer.control.metrics import MetricsService
 from hybridinfer.control.nodes import NodeService
 from hybridinfer.control.policycenter import PolicyCenter
@@ -41,6 +42,8 @@ class GatewayServices:
     audit: AuditLog
     metrics: MetricsService
     stats: StatsService
+    feedback: FeedbackService
+    learners: LearnerService
 
     def by_name(self) -> dict[str, object]:
         """Field name -> service."""

@@ -6,6 +6,7 @@ only its own. Another key's trace answers 404 like a missing one, so ids cannot 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from hybridinfer.control.keys import Principal
@@ -16,8 +17,14 @@ from hybridinfer.store.tracesink import TraceSink
 class TraceService:
     """Reads finished traces from the trace sink (its buffer first, then the store)."""
 
-    def __init__(self, sink: TraceSink) -> None:
+    def __init__(
+        self,
+        sink: TraceSink,
+        feedback: Callable[[str], Awaitable[dict[str, Any] | None]] | None = None,
+    ) -> None:
+        """``feedback``: the caller's feedback on a request, shown with its trace."""
         self._sink = sink
+        self._feedback = feedback
 
     async def get(self, request_id: str, principal: Principal) -> dict[str, Any]:
         """The trace of ``request_id`` if ``principal`` may read it; else 404."""
@@ -25,7 +32,8 @@ class TraceService:
         mine = trace is not None and trace.get("key_id") == principal.key_id
         if trace is None or not (principal.allows("admin") or mine):
             raise NotFound("no trace with this request id", code="unknown_trace")
-        return trace
+        given = None if self._feedback is None else await self._feedback(request_id)
+        return trace if given is None else {**trace, "feedback": given}
 
     async def recent(self, limit: int, status: str | None = None) -> list[dict[str, Any]]:
         """The newest ``limit`` traces, optionally only those that ended with ``status``."""

@@ -98,6 +98,8 @@ class Decision:
     """The prompt's difficulty and what it asked for, when it was scored."""
     router_note: str = ""
     """Why no difficulty was used when one was asked for (a timeout, no model)."""
+    learning: dict[str, Any] | None = None
+    """The online learner's record: its choice's propensity, mode, context and estimates."""
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -117,4 +119,5 @@ class Decision:
             "rules": list(self.rules),
             "difficulty": None if self.verdict is None else self.verdict.describe(),
             "router_note": self.router_note or None,
+            **({} if self.learning is None else {"learning": self.learning}),
         }

@@ -20,6 +20,7 @@ from hybridinfer.gateway.bodytimeout import BodyTimeoutMiddleware
 from hybridinfer.gateway.dashboard import DASHBOARD_ROUTES
 from hybridinfer.gateway.jobs import TASK_ROUTES
 from hybridinfer.gateway.keys import KEY_ROUTES
+from hybridinfer.gateway.learning import LEARNING_ROUTES
 from hybridinfer.gateway.metrics import METRICS_ROUTES
 from hybridinfer.gateway.middleware import (
     AccessLogMiddleware,
@@ -61,6 +62,7 @@ SERVICE_ROUTES: list[BaseRoute] = [
     *DASHBOARD_ROUTES,
     *AUDIT_ROUTES,
     *OPENAI_ROUTES,
+    *LEARNING_ROUTES,
 ]
 """Every route but the object store's, which depends on the store (``artifact_routes``)."""
 

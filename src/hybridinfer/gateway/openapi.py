@@ -24,6 +24,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from hybridinfer import __version__
 from hybridinfer.core.schemas import Heartbeat, InferRequest, NodeRegistration
 from hybridinfer.gateway.keys import KeyCreate, KeyRotate
+from hybridinfer.gateway.learning import FeedbackBody
 from hybridinfer.gateway.middleware import PUBLIC_PATHS, PUBLIC_PREFIXES
 from hybridinfer.gateway.openai_schemas import ChatCompletionRequest, EmbeddingRequest
 from hybridinfer.gateway.openapi_schemas import COMPONENTS, ref
@@ -142,6 +143,15 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         "OpenAI-compatible embeddings", EmbeddingRequest, upstream=True
     ),
     ("GET", "/v1/models"): Operation("OpenAI-compatible model list"),
+    ("POST", "/v1/feedback"): Operation("Feedback on a request made with this key", FeedbackBody),
+    ("GET", "/v1/learners"): Operation("What each capability's online learner knows"),
+    ("GET", "/v1/learners/{capability}"): Operation(
+        "One capability's learner, or (with records) its logged outcomes",
+        query=(LIMIT, Query("records", {"type": "string"}, "list the logged outcomes")),
+    ),
+    ("POST", "/v1/learners/{capability}/reset"): Operation(
+        "Forget a capability's learner on every replica"
+    ),
     ("GET", "/ui"): Operation("The dashboard page", response={}, media=("text/html",)),
     ("GET", "/ui/static/{path}"): Operation("Dashboard assets", response={}, media=("*/*",)),
     ("GET", "/v1/stats"): Operation("Traffic summary for the dashboard"),

@@ -17,6 +17,7 @@ from hybridinfer.control.artifacts import ArtifactService
 from hybridinfer.control.audit import AuditLog
 from hybridinfer.control.jobs import JobService
 from hybridinfer.control.keyadmin import KeyService
+from hybridinfer.control.learning import FeedbackService, LearnerService
 from hybridinfer.control.metrics import MetricsService
 from hybridinfer.control.nodes import NodeService
 from hybridinfer.control.policycenter import PolicyCenter
@@ -111,3 +112,13 @@ def metrics_of(request: Request) -> MetricsService:
 def stats_of(request: Request) -> StatsService:
     stats: StatsService = request.app.state.stats
     return stats
+
+
+def feedback_of(request: Request) -> FeedbackService:
+    feedback: FeedbackService = request.app.state.feedback
+    return feedback
+
+
+def learners_of(request: Request) -> LearnerService:
+    learners: LearnerService = request.app.state.learners
+    return learners

@@ -26,6 +26,7 @@ from hybridinfer.core.schemas import Prefer
 from hybridinfer.errors import ConfigError
 from hybridinfer.policy.expressions import Condition, ExpressionError
 from hybridinfer.policy.privacymodes import PrivacyModes
+from hybridinfer.policy.learning import LearningPolicy
 from hybridinfer.privacy.phones import DEFAULT_REGIONS
 from hybridinfer.yamlfile import line_of, parse_document_with_lines
 
@@ -242,6 +243,7 @@ class Policy(_Strict):
     privacy: PrivacyPolicy = Field(default_factory=PrivacyPolicy)
     router: RouterPolicy = Field(default_factory=RouterPolicy)
     privacy_modes: PrivacyModes = Field(default_factory=PrivacyModes)
+    learning: LearningPolicy = Field(default_factory=LearningPolicy)
 
     def weights(self, prefer: Prefer) -> Weights:
         return self.prefer.get(prefer) or Weights()

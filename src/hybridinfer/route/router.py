@@ -15,9 +15,11 @@ from hybridinfer.errors import (
     PolicyDenied,
     PrivacyViolation,
 )
+from hybridinfer.learning.engine import Learners
 from hybridinfer.policy.document import CompiledPolicy, CompiledRule, ModelRollout, Weights
 from hybridinfer.policy.expressions import Prepared
 from hybridinfer.route.context import RouteContext, RouteOptions
+from hybridinfer.route.learning import consult, moved
 from hybridinfer.route.reasons import explain
 from hybridinfer.route.rolloutsplit import keep_side
 from hybridinfer.signals.breaker import Breakers
@@ -121,10 +123,12 @@ class Router:
         breakers: Breakers | None = None,
         choose_policy: Callable[[str], CompiledPolicy] | None = None,
         rollout_percent: Callable[[ModelRollout], float] | None = None,
+        learners: Learners | None = None,
     ) -> None:
         """``choose_policy`` picks the version for a routing key (a canary split); without
         it every request gets ``policy()``. ``rollout_percent`` gives a model rollout's
-        share now (decided rollouts move to 100 or 0); without it, the policy's percent."""
+        share now (decided rollouts move to 100 or 0); without it, the policy's percent.
+        ``learners``: the online learner a policy's ``learning`` block turns on."""
         self._registry = registry
         self._signals = signals
         self._policy = policy
@@ -132,6 +136,7 @@ class Router:
         self._rollout_percent = rollout_percent
         self.ledger = ledger or MemoryLedger()
         self._breakers = breakers or Breakers()
+        self._learners = learners
 
     def context(
         self,
@@ -204,8 +209,13 @@ class Router:
         if cascade is not None:
             first = min(ranked, key=lambda c: (c.deployment.cost_per_call, c.expected_latency_ms))
             ranked = [first] + [c for c in ranked if c is not first]
+        learned = None
+        if self._learners is not None:
+            learned = consult(self._learners, subtask, context, policy, rule, ranked)
+            ranked, cascade = moved(learned, ranked, cascade)
         chosen, fallbacks = ranked[0], ranked[1:]
         reason = explain(subtask, options, ranked, candidates, cascade, rule, verdict)
+        reason = reason if learned is None else learned.prefixed(reason)
         return Decision(
             subtask_id=subtask.id,
             chosen=chosen,
@@ -216,6 +226,7 @@ class Router:
             cascade=cascade,
             rules=[rule.rule.name] if rule is not None else [],
             verdict=verdict if rule is None else None,
+            learning=None if learned is None else learned.record,
         )
 
     def _eject_outliers(self, candidates: list[Candidate]) -> None:

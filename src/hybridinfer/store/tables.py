@@ -125,3 +125,45 @@ model_rollouts = Table(
     Column("comparison", Text, nullable=False, doc="both versions' figures at the decision, JSON"),
     Column("decided_at", Float, nullable=False),
 )
+
+learner_outcomes = Table(
+    "learner_outcomes",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("capability", String(200), nullable=False),
+    Column("arm", String(300), nullable=False, doc="the deployment the decision chose"),
+    Column("context", Text, nullable=False, doc="the subtask's features, JSON"),
+    Column("propensity", Float, nullable=False, doc="the probability the choice had"),
+    Column("candidates", Text, nullable=False, doc="the arms it chose among, JSON"),
+    Column("public", Integer, nullable=False, doc="1: the arm is in the public zone"),
+    Column("quality", Float, nullable=False),
+    Column("latency", Float, nullable=False),
+    Column("cost", Float, nullable=False),
+    Column("source", String(16), nullable=False, doc="implicit | explicit"),
+    Column("mode", String(16), nullable=False, doc="static | learned | explore | rule"),
+    Column("prefer", String(16), nullable=False),
+    Column("key_id", String(32), nullable=True),
+    Column("request_id", String(128), nullable=False),
+    Column("subtask_id", String(128), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Index("ix_learner_outcomes_request_id", "request_id"),
+    Index("ix_learner_outcomes_capability_id", "capability", "id"),
+)
+
+learner_resets = Table(
+    "learner_resets",
+    metadata,
+    Column("capability", String(200), primary_key=True),
+    Column("generation", Integer, nullable=False, doc="bumped by every reset"),
+    Column("after_id", Integer, nullable=False, doc="outcomes up to this id are forgotten"),
+)
+
+feedback = Table(
+    "feedback",
+    metadata,
+    Column("request_id", String(128), primary_key=True, doc="one feedback per request"),
+    Column("key_id", String(32), nullable=True),
+    Column("quality", Float, nullable=False, doc="the feedback as a quality in 0..1"),
+    Column("body", Text, nullable=False, doc="what the caller sent, JSON"),
+    Column("created_at", Float, nullable=False),
+)
