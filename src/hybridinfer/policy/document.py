@@ -25,8 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from hybridinfer.core.schemas import Prefer
 from hybridinfer.errors import ConfigError
 from hybridinfer.policy.expressions import Condition, ExpressionError
-from hybridinfer.policy.privacymodes import PrivacyModes
 from hybridinfer.policy.learning import LearningPolicy
+from hybridinfer.policy.privacymodes import PrivacyModes
 from hybridinfer.privacy.phones import DEFAULT_REGIONS
 from hybridinfer.yamlfile import line_of, parse_document_with_lines
 
