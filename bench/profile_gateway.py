@@ -208,7 +208,10 @@ def profile(
     layers, unclaimed = fold(collapsed)
     idle = layers.pop(IDLE, 0)
     samples = sum(layers.values()) or 1
-    answered = result["ok"] + result["errors"]
+    # Requests the gateway answered: a timed-out one may not have been worked on at all.
+    answered = result["ok"] + sum(
+        count for kind, count in result["error_kinds"].items() if kind.startswith("HTTP")
+    )
     per_request_us = used / max(answered, 1) * 1e6
     table = {
         layer: round(count / samples * per_request_us, 1) for layer, count in layers.most_common()
@@ -263,7 +266,13 @@ def idle_cpu(pid: int, seconds: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rate", type=float, default=300.0)
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=100.0,
+        help="A rate the gateway holds: CPU per request "
+        "is only meaningful where requests are answered, not timed out.",
+    )
     parser.add_argument("--duration", type=float, default=20.0)
     parser.add_argument("--idle", type=float, default=20.0, help="Seconds of idle measurement.")
     parser.add_argument("--label", default="", help="Suffix of the results file.")
