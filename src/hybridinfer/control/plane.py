@@ -18,6 +18,7 @@ from hybridinfer.backends.v2 import V2Backend
 from hybridinfer.cache import open_cache
 from hybridinfer.control.artifacts import ArtifactService
 from hybridinfer.control.audit import AuditLog
+from hybridinfer.control.canarywalk import CanaryWalker
 from hybridinfer.control.jobs import JobService
 from hybridinfer.control.keyadmin import KeyService
 from hybridinfer.control.keys import KeyRing, generate_key
@@ -37,6 +38,7 @@ from hybridinfer.control.policycenter import PolicyCenter
 from hybridinfer.control.prober import NodeProber
 from hybridinfer.control.ratelimit import RateLimiter
 from hybridinfer.control.readings import PlaneReadings
+from hybridinfer.control.replay import ReplayService
 from hybridinfer.control.replicas import ReplicaSync
 from hybridinfer.control.rollout import RolloutMonitor
 from hybridinfer.control.rules import RuleService
@@ -72,6 +74,7 @@ from hybridinfer.signals.keybudget import KeyBudgetLedger
 from hybridinfer.signals.registry import NodeRegistry, node_from_registration
 from hybridinfer.signals.sharedledger import CacheLedger
 from hybridinfer.store.jobs import JobStore
+from hybridinfer.store.snapshots import SignalSnapshots
 from hybridinfer.store.sql import SqlStore
 from hybridinfer.store.tracesink import TraceSink
 
@@ -158,6 +161,15 @@ class ControlPlane:
     def _build_observation(self) -> None:
         """The trace sink, with rollout figures and (when exporting) spans observing it."""
         self.traces = TraceSink(self.store)
+        self.traces.snapshots = self.router.snapshots = SignalSnapshots()
+        self.walks = CanaryWalker(
+            self.store,
+            self.policies,
+            self.audit,
+            self.traces.flush,
+            self.settings.walk_tick_s,
+            self.settings.walk_lease_ttl_s,
+        )
         self.traces.observers.append(self.rollouts.record)
         # OpenTelemetry spans, built from finished traces off the request path.
         exporter = self.settings.otel_exporter
@@ -295,6 +307,8 @@ class ControlPlane:
                 telemetry=self.telemetry,
                 exporter=settings.otel_exporter,
             ),
+            replay=ReplayService(self.store, self.policies.load_version, self.traces.flush),
+            walks=self.walks,
         )
 
     def _parts(self) -> list[Part]:
@@ -311,6 +325,7 @@ class ControlPlane:
             Part("trace sink", start=self.traces.start, stop=self.traces.stop),
             Part("policies", start=self.policies.start, stop=self.policies.stop),
             Part("rollouts", start=self.rollouts.start, stop=self.rollouts.stop),
+            Part("canary walks", start=self.walks.start, stop=self.walks.stop),
             Part("local cpu", start=self.local_cpu.start, stop=self.local_cpu.stop),
             Part("name and difficulty models", start=self._warm_names, stop=self._close_names),
             Part("prober", start=self.prober.start, stop=self.prober.stop),

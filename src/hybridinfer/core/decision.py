@@ -98,6 +98,10 @@ class Decision:
     """The prompt's difficulty and what it asked for, when it was scored."""
     router_note: str = ""
     """Why no difficulty was used when one was asked for (a timeout, no model)."""
+    signals_ref: str | None = None
+    """The per-second snapshot of the signals it was decided on (``store/snapshots.py``)."""
+    options: dict[str, Any] | None = None
+    """The caller's routing wishes (route, prefer, max_latency_ms), so a replay can re-decide."""
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -117,4 +121,6 @@ class Decision:
             "rules": list(self.rules),
             "difficulty": None if self.verdict is None else self.verdict.describe(),
             "router_note": self.router_note or None,
+            "signals_ref": self.signals_ref,
+            "options": self.options,
         }
