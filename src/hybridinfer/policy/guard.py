@@ -9,6 +9,7 @@ pure, here, so both read one definition of "worse".
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -83,7 +84,7 @@ def p99(values: list[float]) -> float:
     if not values:
         return 0.0
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(0.99 * len(ordered) + 0.5) - 1))]
+    return ordered[max(0, math.ceil(0.99 * len(ordered)) - 1)]
 
 
 @dataclass(frozen=True, slots=True)
