@@ -106,7 +106,8 @@ async def test_a_good_canary_walks_every_step_and_is_promoted(
 ) -> None:
     walk = walker(store, center, clock)
     started = await walk.begin("next-1", "ops")
-    assert started["percent"] == 20.0 and center.canary_state() is not None
+    assert started["percent"] == 20.0
+    assert center.canary_state() is not None
     await traffic(store, clock, {})
     await walk.tick()
     assert (await walk.describe("next-1"))["step"] == 0  # judged, but the dwell is not over
@@ -117,7 +118,8 @@ async def test_a_good_canary_walks_every_step_and_is_promoted(
     clock.now += 10.0
     await walk.tick()
     final = await walk.describe("next-1")
-    assert final["status"] == "promoted" and len(final["state"]["steps"]) == 2
+    assert final["status"] == "promoted"
+    assert len(final["state"]["steps"]) == 2
     assert center.current().version == "next-1"
     actions = [e["action"] for e in await AuditLog(store).list() if e["actor"] == ACTOR]
     assert {"policy.walk.step", "policy.walk.promote", "policy.promote"} <= set(actions)

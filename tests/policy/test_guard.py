@@ -28,7 +28,8 @@ def test_a_canary_like_its_baseline_passes() -> None:
 def test_each_guard_breaks_on_its_own_figure(canary: Figures, guard: str) -> None:
     (breach,) = breaches(Guard(), canary, BASE)
     assert breach.guard == guard
-    assert guard in breach.sentence() and breach.canary > breach.limit
+    assert guard in breach.sentence()
+    assert breach.canary > breach.limit
 
 
 def test_a_free_baseline_breaks_the_spend_guard_at_any_spend() -> None:

@@ -125,7 +125,8 @@ def test_an_unknown_confidence_is_said_not_guessed() -> None:
     trace, _ = logged(ALL_CLOUD, hybrid_registry(), subtask(), confidence=0.99)
     (decision,) = trace["decisions"]
     outcome = Replayer(cascade(0.6)).replay(trace, decision, None)
-    assert outcome.tier == Tier.LOCAL and not outcome.confidence_known
+    assert outcome.tier == Tier.LOCAL
+    assert not outcome.confidence_known
 
 
 def test_sensitive_work_never_replays_out_of_the_private_zone() -> None:
@@ -133,4 +134,5 @@ def test_sensitive_work_never_replays_out_of_the_private_zone() -> None:
     (decision,) = trace["decisions"]
     for policy in (ALL_CLOUD, cascade(0.99)):
         outcome = Replayer(policy).replay(trace, decision, snapshots[decision["signals_ref"]])
-        assert outcome.tier != Tier.CLOUD and not outcome.privacy_violation
+        assert outcome.tier != Tier.CLOUD
+        assert not outcome.privacy_violation

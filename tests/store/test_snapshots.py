@@ -46,4 +46,5 @@ def test_open_seconds_are_bounded_when_the_store_is_away() -> None:
     for _ in range(5):
         book.note("a", dict)
         clock.now += 1.0
-    assert len(book.drain()) == 3 and book.dropped == 2
+    assert len(book.drain()) == 3
+    assert book.dropped == 2

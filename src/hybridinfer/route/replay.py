@@ -201,7 +201,7 @@ def _outcome(
             spend += final.deployment.cost_per_call
             latency += final.expected_latency_ms
     leaked = (
-        any(c.node.zone is not Zone.PRIVATE for c in {chosen, final})
+        any(c.node.zone is not Zone.PRIVATE for c in (chosen, final))
         and subtask.privacy is Privacy.SENSITIVE
     )
     return Outcome(
