@@ -17,6 +17,7 @@ expires another replica takes it over where the store says it was. Every move is
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -28,6 +29,7 @@ from hybridinfer.control.policycenter import PolicyCenter
 from hybridinfer.core import background
 from hybridinfer.errors import HybridInferError, InvalidTransition, NotFound
 from hybridinfer.policy.guard import EMPTY, Figures, Guard, breaches, p99
+from hybridinfer.route.replay import answering_attempt
 from hybridinfer.store.leases import Lease
 from hybridinfer.store.sql import SqlStore
 from hybridinfer.store.walks import Walk, Walks
@@ -40,7 +42,7 @@ ACTOR = "canary-walk"
 
 def figures_of(traces: Iterable[Mapping[str, Any]]) -> Figures:
     """Guard figures of finished traces: errors, p99 of totals, requests any of whose
-    subtasks a cloud deployment answered, spend of every answered call."""
+    subtasks a cloud deployment answered, spend of every answered call (hedges included)."""
     totals: list[float] = []
     errors = cloud = 0
     spend = 0.0
@@ -52,9 +54,10 @@ def figures_of(traces: Iterable[Mapping[str, Any]]) -> Figures:
             for d in trace.get("decisions") or ()
             for c in d.get("candidates") or ()
         }
-        answered = [a for a in trace.get("attempts") or () if a.get("status") == "ok"]
-        cloud += any(a.get("tier") == "cloud" for a in answered)
-        spend += sum(costs.get(a["deployment"], 0.0) for a in answered)
+        attempts = trace.get("attempts") or ()
+        answers = [answering_attempt(attempts, d["subtask"]) for d in trace.get("decisions") or ()]
+        cloud += any(a is not None and a.get("tier") == "cloud" for a in answers)
+        spend += sum(costs.get(a["deployment"], 0.0) for a in attempts if a.get("status") == "ok")
     count = len(totals)
     if not count:
         return EMPTY
@@ -133,10 +136,12 @@ class CanaryWalker:
         return walk
 
     async def describe(self, version: str) -> dict[str, Any]:
+        """The walk, with the replica leading walks now and the one answering."""
         walk = await self._walks.get(version)
         if walk is None:
             raise NotFound(f"no walk of {version!r}", code="unknown_walk")
-        return walk.describe()
+        leader = await self.lease.leader()
+        return {**walk.describe(), "leader": leader, "replica": self.lease.holder}
 
     async def overview(self) -> list[dict[str, Any]]:
         """Every walk, newest first (``/v1/rollouts``)."""
@@ -146,8 +151,12 @@ class CanaryWalker:
         self._task = asyncio.create_task(self._run(), name="canary-walk")
 
     async def stop(self) -> None:
+        """Stop judging; hand the lease over at once (a replica killed hands it over when it
+        expires)."""
         await background.cancel(self._task)
         self._task = None
+        with contextlib.suppress(HybridInferError):
+            await self.lease.release()
 
     async def _run(self) -> None:
         while True:

@@ -16,7 +16,7 @@ health, ejection, budget, input limit) stay rejected; the budget is not replayed
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -216,28 +216,48 @@ def _outcome(
     )
 
 
+def answering_attempt(
+    attempts: Iterable[Mapping[str, Any]], subtask_id: str
+) -> Mapping[str, Any] | None:
+    """The logged attempt whose answer a subtask returned: an escalation that answered, else
+    the first of the others to finish (a hedge race's winner; the loser may finish too)."""
+    answered = [a for a in attempts if a.get("subtask") == subtask_id and a.get("status") == "ok"]
+    escalated = [a for a in answered if a.get("role") == "escalation"]
+    if escalated:
+        return escalated[-1]
+    if not answered:
+        return None
+    return min(
+        answered,
+        key=lambda a: float(a.get("started_ms") or 0.0) + float(a.get("latency_ms") or 0.0),
+    )
+
+
 def logged_outcome(trace: Mapping[str, Any], logged: Mapping[str, Any]) -> Outcome:
     """What the logged run of one decision did: the answering attempt's tier, the spend of
-    every answered call, and their latency."""
+    every answered call (a hedge's too: it was paid for), and the answer's latency."""
     subtask_id = logged["subtask"]
     by_id = {c["deployment"]: c for c in logged.get("candidates") or ()}
-    answered = [
-        a
-        for a in trace.get("attempts") or ()
-        if a.get("subtask") == subtask_id and a.get("status") == "ok"
-    ]
+    attempts = trace.get("attempts") or ()
     capability = str(labels_of(trace, subtask_id).get("capability", ""))
-    if not answered:
+    last = answering_attempt(attempts, subtask_id)
+    if last is None:
         return Outcome(capability, "none", "", 0.0, 0.0, None, refused="failed")
-    last = answered[-1]
     final = by_id.get(last["deployment"], {})
-    spend = sum(float(by_id.get(a["deployment"], {}).get("cost_per_call") or 0.0) for a in answered)
+    spend = sum(
+        float(by_id.get(a["deployment"], {}).get("cost_per_call") or 0.0)
+        for a in attempts
+        if a.get("subtask") == subtask_id and a.get("status") == "ok"
+    )
     quality = final.get("expected_quality") or final.get("quality")
+    primary = float(last.get("latency_ms") or 0.0)
     return Outcome(
         capability,
         str(last["tier"]),
         str(last["deployment"]),
         spend,
-        sum(float(a.get("latency_ms") or 0.0) for a in answered),
+        float(last.get("started_ms") or 0.0) + primary
+        if last.get("role") == "escalation"
+        else primary,
         None if quality is None or math.isnan(quality) else float(quality),
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from sqlalchemy import insert, or_, update
+from sqlalchemy import insert, or_, select, update
 
 from hybridinfer.errors import StoreConflict
 from hybridinfer.store import tables
@@ -59,6 +59,19 @@ class Lease:
         except StoreConflict:  # the row exists and another replica holds it
             return False
         return True
+
+    async def leader(self) -> str | None:
+        """Who holds the lease now (None when nobody does)."""
+        table = tables.leases
+        async with self._store.transaction() as connection:
+            row = (
+                await connection.execute(
+                    select(table.c.holder, table.c.expires_at).where(table.c.name == self.name)
+                )
+            ).first()
+        if row is None or row.expires_at < self._clock():
+            return None
+        return str(row.holder)
 
     async def release(self) -> None:
         """Let another replica take over at once (a clean stop)."""
