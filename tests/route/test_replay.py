@@ -10,7 +10,7 @@ from typing import Any
 from hybridinfer.core.plan import Privacy, Subtask
 from hybridinfer.core.topology import Tier
 from hybridinfer.policy.document import CompiledPolicy, compile_policy
-from hybridinfer.route.replay import Replayer, logged_outcome
+from hybridinfer.route.replay import Replayer, answering_attempt, logged_outcome
 from hybridinfer.route.router import RouteOptions, Router
 from hybridinfer.signals.ewma import Signals
 from hybridinfer.signals.registry import NodeRegistry
@@ -136,3 +136,28 @@ def test_sensitive_work_never_replays_out_of_the_private_zone() -> None:
         outcome = Replayer(policy).replay(trace, decision, snapshots[decision["signals_ref"]])
         assert outcome.tier != Tier.CLOUD
         assert not outcome.privacy_violation
+
+
+def attempt(
+    deployment: str, tier: str, role: str, started: float, latency: float
+) -> dict[str, Any]:
+    return {
+        "subtask": "classify",
+        "deployment": deployment,
+        "tier": tier,
+        "role": role,
+        "status": "ok",
+        "started_ms": started,
+        "latency_ms": latency,
+    }
+
+
+def test_the_answer_is_the_escalation_else_the_first_call_to_finish() -> None:
+    primary = attempt("local/small:1", "local", "primary", 1.0, 20.0)
+    still_open = attempt("cloud-1/large:1", "cloud", "hedge", 15.0, 0.0)
+    faster = attempt("cloud-1/large:1", "cloud", "hedge", 5.0, 3.0)
+    escalation = attempt("cloud-1/large:1", "cloud", "escalation", 22.0, 8.0)
+    assert answering_attempt([primary, still_open], "classify") is primary
+    assert answering_attempt([primary, faster], "classify") is faster
+    assert answering_attempt([primary, escalation], "classify") is escalation
+    assert answering_attempt([], "classify") is None

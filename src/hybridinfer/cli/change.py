@@ -45,6 +45,8 @@ def render_report(report: dict[str, Any]) -> str:
         lines.append(f"  predicted  {_side(entry['predicted'])}")
         if entry["unknown_confidence"]:
             lines.append(f"  escalation unknown for {entry['unknown_confidence']} (never ran)")
+        if entry["gate_unknown"]:
+            lines.append(f"  privacy gate never seen for {entry['gate_unknown']} sent out")
     lines.append(f"privacy violations: {report['privacy_violations']}")
     lines.extend(f"guard breached: {breach['sentence']}" for breach in report["breaches"])
     lines.append("passed" if report["passed"] else "FAILED")

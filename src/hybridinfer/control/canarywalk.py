@@ -29,7 +29,7 @@ from hybridinfer.control.policycenter import PolicyCenter
 from hybridinfer.core import background
 from hybridinfer.errors import HybridInferError, InvalidTransition, NotFound
 from hybridinfer.policy.guard import EMPTY, Figures, Guard, breaches, p99
-from hybridinfer.route.replay import answering_attempt
+from hybridinfer.route.replay import answered_attempts, answering_attempt
 from hybridinfer.store.leases import Lease
 from hybridinfer.store.sql import SqlStore
 from hybridinfer.store.walks import Walk, Walks
@@ -57,7 +57,11 @@ def figures_of(traces: Iterable[Mapping[str, Any]]) -> Figures:
         attempts = trace.get("attempts") or ()
         answers = [answering_attempt(attempts, d["subtask"]) for d in trace.get("decisions") or ()]
         cloud += any(a is not None and a.get("tier") == "cloud" for a in answers)
-        spend += sum(costs.get(a["deployment"], 0.0) for a in attempts if a.get("status") == "ok")
+        spend += sum(
+            costs.get(a["deployment"], 0.0)
+            for d in trace.get("decisions") or ()
+            for a in answered_attempts(attempts, d["subtask"])
+        )
     count = len(totals)
     if not count:
         return EMPTY

@@ -65,6 +65,7 @@ class _Capability:
     moves: Counter[str] = field(default_factory=Counter)
     refused: Counter[str] = field(default_factory=Counter)
     unknown_confidence: int = 0
+    gate_unknown: int = 0
     privacy_violations: int = 0
     logged: _Side = field(default_factory=_Side)
     predicted: _Side = field(default_factory=_Side)
@@ -79,6 +80,7 @@ class _Capability:
         if after.refused is not None:
             self.refused[after.refused] += 1
         self.unknown_confidence += not after.confidence_known
+        self.gate_unknown += after.gate_unknown
         self.privacy_violations += after.privacy_violation
 
     def describe(self) -> dict[str, Any]:
@@ -88,6 +90,7 @@ class _Capability:
             "moves": dict(self.moves),
             "refused": dict(self.refused),
             "unknown_confidence": self.unknown_confidence,
+            "gate_unknown": self.gate_unknown,
             "privacy_violations": self.privacy_violations,
             "logged": self.logged.describe(self.decisions),
             "predicted": self.predicted.describe(self.decisions),

@@ -9,7 +9,10 @@ rules, scoring and cascade are the same code that decides live traffic.
 
 What replay cannot know is said in the outcome: a cascade's escalation is predicted from the
 confidence the logged run measured on the same deployment (``confidence_known`` is False when
-the logged run never called it); candidates rejected by the state of the time (breaker,
+the logged run never called it); the execute-time privacy gate (names in the prompt keep it
+private) is known only for prompts the log sent, or tried to send, out of the private zone
+(``gate_unknown`` otherwise: the prediction is then an upper bound of the cloud share);
+candidates rejected by the state of the time (breaker,
 health, ejection, budget, input limit) stay rejected; the budget is not replayed.
 """
 
@@ -51,6 +54,9 @@ class Outcome:
     confidence_known: bool = True
     refused: str | None = None
     """The error code when the policy refuses or cannot place it."""
+    gate_unknown: bool = False
+    """It would leave the private zone, and the log never showed the execute-time privacy
+    gate this prompt (names found in it would keep it in the private zone)."""
 
 
 class ReplayRouter(Router):
@@ -177,7 +183,7 @@ class Replayer:
             decision = self._router.decide(subtask, context)
         except HybridInferError as error:
             return Outcome(subtask.capability, "none", "", 0.0, 0.0, None, refused=error.error_code)
-        return _outcome(subtask, decision, confidences(trace))
+        return _outcome(subtask, decision, _logged(trace, subtask.id))
 
 
 def _quality(candidate: Candidate) -> float:
@@ -186,23 +192,46 @@ def _quality(candidate: Candidate) -> float:
     return candidate.deployment.quality
 
 
-def _outcome(
-    subtask: Subtask, decision: Decision, confidence: Mapping[tuple[str, str], float]
-) -> Outcome:
+@dataclass(frozen=True, slots=True)
+class _Logged:
+    """What the logged run measured of one subtask: confidences, and the privacy gate's word."""
+
+    confidence: Mapping[tuple[str, str], float]
+    gate_refused: bool
+    """The execute-time privacy gate refused to send it out of the private zone."""
+    left_private_zone: bool
+    """It was sent to a public-zone deployment (so the gate let it pass)."""
+
+
+def _logged(trace: Mapping[str, Any], subtask_id: str) -> _Logged:
+    mine = [a for a in trace.get("attempts") or () if a.get("subtask") == subtask_id]
+    refused = any(a.get("error_code") == "privacy_violation" for a in mine)
+    public = any(a.get("status") == "ok" and a.get("tier") == "cloud" for a in mine)
+    return _Logged(confidences(trace), refused, public)
+
+
+def _outcome(subtask: Subtask, decision: Decision, logged: _Logged) -> Outcome:
     chosen = decision.chosen
     final, known = chosen, True
     spend, latency = chosen.deployment.cost_per_call, chosen.expected_latency_ms
     cascade = decision.cascade
     if cascade is not None and cascade.escalate_to:
-        measured = confidence.get((subtask.id, chosen.deployment.id))
+        measured = logged.confidence.get((subtask.id, chosen.deployment.id))
         known = measured is not None
-        if measured is not None and measured < cascade.threshold:
-            final = cascade.escalate_to[0]
+        stronger = cascade.escalate_to[0]
+        # The gate refused this prompt the public zone in the log: it would again (the first
+        # answer stands, as the executor does).
+        blocked = logged.gate_refused and stronger.node.zone is not Zone.PRIVATE
+        if measured is not None and measured < cascade.threshold and not blocked:
+            final = stronger
             spend += final.deployment.cost_per_call
             latency += final.expected_latency_ms
     leaked = (
         any(c.node.zone is not Zone.PRIVATE for c in (chosen, final))
         and subtask.privacy is Privacy.SENSITIVE
+    )
+    unchecked = final.node.zone is not Zone.PRIVATE and not (
+        logged.left_private_zone or logged.gate_refused
     )
     return Outcome(
         subtask.capability,
@@ -213,7 +242,22 @@ def _outcome(
         _quality(final),
         privacy_violation=leaked,
         confidence_known=known,
+        gate_unknown=unchecked,
     )
+
+
+def answered_attempts(
+    attempts: Iterable[Mapping[str, Any]], subtask_id: str
+) -> list[Mapping[str, Any]]:
+    """The calls of one subtask that answered. A hedge the primary beat may still be open
+    when the trace closes (``ok`` with no latency yet): it did not answer, so it is left out."""
+    return [
+        a
+        for a in attempts
+        if a.get("subtask") == subtask_id
+        and a.get("status") == "ok"
+        and (a.get("role") != "hedge" or float(a.get("latency_ms") or 0.0) > 0.0)
+    ]
 
 
 def answering_attempt(
@@ -221,7 +265,7 @@ def answering_attempt(
 ) -> Mapping[str, Any] | None:
     """The logged attempt whose answer a subtask returned: an escalation that answered, else
     the first of the others to finish (a hedge race's winner; the loser may finish too)."""
-    answered = [a for a in attempts if a.get("subtask") == subtask_id and a.get("status") == "ok"]
+    answered = answered_attempts(attempts, subtask_id)
     escalated = [a for a in answered if a.get("role") == "escalation"]
     if escalated:
         return escalated[-1]
@@ -246,8 +290,7 @@ def logged_outcome(trace: Mapping[str, Any], logged: Mapping[str, Any]) -> Outco
     final = by_id.get(last["deployment"], {})
     spend = sum(
         float(by_id.get(a["deployment"], {}).get("cost_per_call") or 0.0)
-        for a in attempts
-        if a.get("subtask") == subtask_id and a.get("status") == "ok"
+        for a in answered_attempts(attempts, subtask_id)
     )
     quality = final.get("expected_quality") or final.get("quality")
     primary = float(last.get("latency_ms") or 0.0)
