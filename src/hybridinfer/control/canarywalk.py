@@ -24,10 +24,12 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
+from pydantic import ValidationError
+
 from hybridinfer.control.audit import AuditLog
 from hybridinfer.control.policycenter import PolicyCenter
 from hybridinfer.core import background
-from hybridinfer.errors import HybridInferError, InvalidTransition, NotFound
+from hybridinfer.errors import HybridInferError, InvalidInput, InvalidTransition, NotFound
 from hybridinfer.policy.guard import EMPTY, Figures, Guard, breaches, p99
 from hybridinfer.route.replay import answered_attempts, answering_attempt
 from hybridinfer.store.leases import Lease
@@ -100,8 +102,12 @@ class CanaryWalker:
         """Start a walk of ``version`` at its first step (the canary starts there)."""
         guard = (await self._policies.load_version(version)).policy.guard
         changes: dict[str, Any] = {"dwell_s": dwell_s, "min_requests": min_requests}
-        guard = guard.model_copy(update={k: v for k, v in changes.items() if v is not None})
-        Guard.model_validate(guard.model_dump())  # the overrides obey the same bounds
+        try:  # the overrides obey the same bounds as the block
+            guard = Guard.model_validate(
+                {**guard.model_dump(), **{k: v for k, v in changes.items() if v is not None}}
+            )
+        except ValidationError as exc:
+            raise InvalidInput(f"walk settings: {exc.errors()[0]['msg']}") from None
         await self._policies.canary(version, guard.steps[0], actor)
         walk = await self._walks.start(version, guard.model_dump(mode="json"))
         await self._audit.record(actor, "policy.walk.start", version, None, walk.describe())

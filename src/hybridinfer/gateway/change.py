@@ -23,15 +23,19 @@ def _number(body: dict[str, object], name: str) -> float | None:
     return float(value)
 
 
-async def _body(request: Request) -> dict[str, object]:
-    return await json_of(request) if await request.body() else {}
+async def _body(request: Request, allowed: set[str]) -> dict[str, object]:
+    body = await json_of(request) if await request.body() else {}
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise InvalidInput(f"unknown fields: {', '.join(unknown)}")
+    return body
 
 
 @requires("admin")
 async def replay_policy(request: Request) -> Response:
     """Body ``{"since_s": 3600}`` or ``{"traces": 1000}``; the report (``passed`` false when
     a guard or the privacy check would break)."""
-    body = await _body(request)
+    body = await _body(request, {"since_s", "traces"})
     traces = _number(body, "traces")
     if traces is not None and traces != int(traces):
         raise InvalidInput("traces must be a whole number")
@@ -46,7 +50,7 @@ async def replay_policy(request: Request) -> Response:
 @requires("admin")
 async def start_walk(request: Request) -> Response:
     """Body (optional) ``{"dwell_s": 30, "min_requests": 20}`` overriding the guard block."""
-    body = await _body(request)
+    body = await _body(request, {"dwell_s", "min_requests"})
     least = _number(body, "min_requests")
     if least is not None and least != int(least):
         raise InvalidInput("min_requests must be a whole number")
