@@ -7,23 +7,59 @@ it."""
 
 from __future__ import annotations
 
+import itertools
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from hybridinfer.modelzoo.datasets import load_tweets
 from hybridinfer.policy.document import default_policy_path
-from tests.e2e.conftest import Running, cloud_ready, wait_until
+from tests.e2e.conftest import (
+    Running,
+    cloud_ready,
+    free_port_pair,
+    start_up,
+    stop,
+    wait_until,
+)
 from tests.scaleout.conftest import Gateway, _start, wait_ready
 
 pytestmark = pytest.mark.integration
 
-Launch = Callable[..., Running]
+
+@pytest.fixture(scope="module")
+def up(tmp_path_factory: pytest.TempPathFactory, models_dir: Path) -> Iterator[Running]:
+    """One `hybridinfer up` for the module's single-process tests, once its cloud node is
+    ready (its LLM servers can take minutes to start on a busy 2-core machine)."""
+    with pytest.MonkeyPatch.context() as patch:
+        # Hedges race the cloud at will on a busy machine, so the baseline's spend would
+        # swing with the load; without them it is the cascade's alone, and the guard's
+        # verdict is about the policy.
+        patch.setenv("HYBRIDINFER_HEDGE_LATENCY_SENSITIVE", "false")
+        running = start_up(tmp_path_factory.mktemp("walk") / "data", models_dir, free_port_pair())
+    try:
+        wait_until(
+            lambda: httpx.get(running.url + "/readyz").status_code == 200, 240, "ready", running
+        )
+        wait_until(lambda: cloud_ready(running), 60, "cloud node registered", running)
+        yield running
+    finally:
+        stop(running)
+
+
 GUARD = "guard: {steps: [20, 50, 100], dwell_s: 2, min_requests: 8, max_cloud_share_increase: 1.0}"
+GOOD_GUARD = (
+    "guard: {steps: [20, 50, 100], dwell_s: 2, min_requests: 8, max_p99_ratio: 3.0,"
+    " p99_slack_ms: 250, max_cloud_share_increase: 0.3, spend_slack: 0.0001}"
+)
+"""A version routing as the baseline differs from it by noise only: over 8 requests a step on
+a busy 2-core machine, that is a few escalations more or less (each a cloud call) and a slow
+tail. These tolerances cover that noise; everything to the cloud is still far beyond them."""
 ALL_CLOUD = f"""\
 version: all-cloud-1
 rules:
@@ -45,13 +81,18 @@ def stage(client: httpx.Client, text: str) -> None:
     assert response.status_code == 201, response.text
 
 
+TWEETS = itertools.cycle([str(text) for text in load_tweets()[0][:200]])
+"""Real, varied prompts: most stay local under the default cascade, some escalate."""
+
+
 def send(client: httpx.Client) -> None:
-    """One sentiment request with a fresh routing key (so the canary gets its share)."""
+    """One sentiment request with a fresh routing key (so the canary gets its share); an
+    error answer is one of the figures the guards read, not a failure of the test."""
     client.post(
         "/v1/infer",
         headers={"X-Routing-Key": uuid.uuid4().hex},
-        json={"task": "sentiment", "inputs": {"text": "not sure what to think of this"}},
-    ).raise_for_status()
+        json={"task": "sentiment", "inputs": {"text": next(TWEETS)}},
+    )
 
 
 def walk_until(
@@ -71,17 +112,15 @@ def walk_until(
 
 
 def test_a_canary_against_the_spend_guard_is_rolled_back_within_its_first_step(
-    launch: Launch,
+    up: Running,
 ) -> None:
-    running = launch()
-    wait_until(lambda: cloud_ready(running), 30, "cloud node registered", running)
-    with running.client() as client:
+    with up.client() as client:
         stage(client, ALL_CLOUD)
         started = client.post("/v1/policies/all-cloud-1/walk")
         assert started.status_code == 201, started.text
         walk = walk_until([client], "all-cloud-1", {"rolled_back", "promoted"}, 60)
         assert walk["status"] == "rolled_back", walk
-        assert walk["step"] == 0, walk  # within its first step
+        assert walk["step"] == 0, walk["state"]  # within its first step
         assert "spend_per_request" in [b["guard"] for b in walk["state"]["breach"]]
         (entry,) = client.get("/v1/audit", params={"action": "policy.walk.rollback"}).json()[
             "entries"
@@ -90,14 +129,12 @@ def test_a_canary_against_the_spend_guard_is_rolled_back_within_its_first_step(
         assert client.get("/v1/policies").json()["canary"] is None
 
 
-def test_a_good_canary_walks_to_100_and_is_promoted(launch: Launch) -> None:
-    running = launch()
-    wait_until(lambda: cloud_ready(running), 30, "cloud node registered", running)
-    with running.client() as client:
-        stage(client, default_as("good-1"))
+def test_a_good_canary_walks_to_100_and_is_promoted(up: Running) -> None:
+    with up.client() as client:
+        stage(client, default_as("good-1", GOOD_GUARD))
         assert client.post("/v1/policies/good-1/walk").status_code == 201
-        walk = walk_until([client], "good-1", {"rolled_back", "promoted"}, 90)
-        assert walk["status"] == "promoted", walk
+        walk = walk_until([client], "good-1", {"rolled_back", "promoted"}, 120)
+        assert walk["status"] == "promoted", walk["state"].get("breach")
         assert [s["step"] for s in walk["state"]["steps"]] == [0, 1, 2]
         assert client.get("/v1/policies").json()["active"] == "good-1"
         shown = client.get("/v1/rollouts").json()["policy_walks"]

@@ -45,7 +45,7 @@ def test_the_block_is_read_from_the_policy_and_validated() -> None:
     policy = compile_policy("version: g\nguard: {steps: [20, 100], dwell_s: 5, min_requests: 3}\n")
     assert policy.policy.guard.steps == (20.0, 100.0)
     assert compile_policy("version: d\n").policy.guard == Guard()
-    for bad in ("[5, 50]", "[50, 20, 100]", "[0, 100]"):
+    for bad in ("[5, 50]", "[50, 20, 100]", "[0, 100]", "[100]"):
         with pytest.raises(ConfigError):
             compile_policy(f"version: b\nguard: {{steps: {bad}}}\n")
 

@@ -47,8 +47,8 @@ class Guard(BaseModel):
     @field_validator("steps")
     @classmethod
     def _rising_to_100(cls, steps: tuple[float, ...]) -> tuple[float, ...]:
-        if not steps or steps[-1] != 100.0:
-            raise ValueError("steps must end at 100")
+        if len(steps) < 2 or steps[-1] != 100.0:
+            raise ValueError("steps must end at 100, after at least one step below it")
         if any(not 0.0 < step <= 100.0 for step in steps):
             raise ValueError("each step must be above 0 and at most 100")
         if list(steps) != sorted(set(steps)):

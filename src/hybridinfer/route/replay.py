@@ -38,6 +38,8 @@ STATE_REJECTIONS = frozenset({"breaker", "health", "ejected", "budget", "input_l
 """Rejections that were facts of their moment, not of the policy: they stay in a replay."""
 
 _UNLIMITED = BudgetState(0.0, 0.0, None, None)
+_OPTIONS_KEPT = 50_000
+"""Distinct logged candidates kept for reuse during one replay."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +155,29 @@ class Replayer:
     def __init__(self, policy: CompiledPolicy) -> None:
         self.policy = policy
         self._router = ReplayRouter(policy)
+        self._options: dict[tuple[Any, ...], tuple[Node, Deployment, float] | None] = {}
+
+    def _option(
+        self, subtask: Subtask, logged: Mapping[str, Any]
+    ) -> tuple[Node, Deployment, float] | None:
+        """The logged candidate as the router's input; alike candidates (most of a log) share
+        one (the router does not change them), which keeps replay fast."""
+        key = (
+            subtask.capability,
+            subtask.task,
+            logged["deployment"],
+            logged.get("tier"),
+            logged.get("zone"),
+            logged.get("quality"),
+            logged.get("cost_per_call"),
+            logged.get("expected_latency_ms"),
+            logged.get("rejected_by"),
+        )
+        if key not in self._options:
+            if len(self._options) >= _OPTIONS_KEPT:
+                self._options.clear()
+            self._options[key] = _candidate_option(subtask, logged)
+        return self._options[key]
 
     def replay(
         self,
@@ -163,7 +188,7 @@ class Replayer:
         """The outcome of the logged decision ``logged`` of ``trace`` under this policy."""
         subtask = _subtask(labels_of(trace, logged["subtask"]))
         key = (subtask.capability, subtask.task)
-        found = [_candidate_option(subtask, c) for c in logged.get("candidates") or ()]
+        found = [self._option(subtask, c) for c in logged.get("candidates") or ()]
         context = RouteContext(
             _options(logged.get("options")),
             _UNLIMITED,
