@@ -158,7 +158,9 @@ async def test_only_the_lease_holder_moves_and_another_takes_over(
     assert (await follower.describe("next-1"))["step"] == 0
     clock.now += 6.5  # the leader died 6.5 s ago: its lease ran out; the dwell is over
     await follower.tick()
-    assert (await follower.describe("next-1"))["percent"] == 100.0
+    moved = await follower.describe("next-1")
+    assert moved["percent"] == 100.0
+    assert moved["state"]["moved_by"] == follower.lease.holder != leader.lease.holder
 
 
 @both_stores

@@ -174,6 +174,8 @@ class CanaryWalker:
                 await self.tick()
             except HybridInferError as exc:  # the store away, a move raced: try next tick
                 log.warning("canary walk: %s", exc.message)
+            except Exception:  # a loop that died silently would stop every walk
+                log.exception("canary walk tick failed")
             await asyncio.sleep(self._tick_s)
 
     async def tick(self) -> None:
@@ -211,7 +213,7 @@ class CanaryWalker:
     async def _roll_back(
         self, walk: Walk, figures: dict[str, Any], broken: list[dict[str, Any]]
     ) -> None:
-        state = {**walk.state, "breach": broken}
+        state = {**walk.state, "breach": broken, "moved_by": self.lease.holder}
         state["steps"] = [*walk.state.get("steps", []), {"step": walk.step, **figures}]
         await self._policies.rollback(walk.version, ACTOR)
         await self._walks.save(walk.version, status="rolled_back", step=walk.step, state=state)
@@ -226,7 +228,7 @@ class CanaryWalker:
     async def _step_up(
         self, walk: Walk, guard: Guard, figures: dict[str, Any], baseline: Figures
     ) -> None:
-        state = {**walk.state, "baseline": baseline.describe()}
+        state = {**walk.state, "baseline": baseline.describe(), "moved_by": self.lease.holder}
         state["steps"] = [*walk.state.get("steps", []), {"step": walk.step, **figures}]
         if walk.step + 1 >= len(guard.steps):
             await self._policies.promote(walk.version, ACTOR)
