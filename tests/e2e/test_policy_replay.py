@@ -9,7 +9,8 @@ names in it would keep it private, and says so (``gate_unknown``) instead of gue
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -19,11 +20,10 @@ from hybridinfer.cli import main
 from hybridinfer.modelzoo.datasets import load_tweets
 from hybridinfer.policy.document import default_policy_path
 from tests.conftest import ADMIN_KEY
-from tests.e2e.conftest import Running, cloud_ready, wait_until
+from tests.e2e.conftest import Running, start_patiently, stop
 
 pytestmark = pytest.mark.integration
 
-Launch = Callable[..., Running]
 PROMPTS = 150
 
 
@@ -56,9 +56,15 @@ def may_leave(client: httpx.Client, text: str) -> bool:
     return client.post("/v1/infer", json=body).status_code == 200
 
 
-def test_replay_predicts_the_live_cloud_share_of_a_changed_cascade_target(launch: Launch) -> None:
-    running = launch()
-    wait_until(lambda: cloud_ready(running), 30, "cloud node registered", running)
+@pytest.fixture
+def up(tmp_path: Path, models_dir: Path) -> Iterator[Running]:
+    running = start_patiently(tmp_path / "data", models_dir)
+    yield running
+    stop(running)
+
+
+def test_replay_predicts_the_live_cloud_share_of_a_changed_cascade_target(up: Running) -> None:
+    running = up
     with running.client() as client:
         prompts = [text for text in map(str, load_tweets()[0][:400]) if may_leave(client, text)]
         prompts = prompts[:PROMPTS]

@@ -19,14 +19,7 @@ import pytest
 
 from hybridinfer.modelzoo.datasets import load_tweets
 from hybridinfer.policy.document import default_policy_path
-from tests.e2e.conftest import (
-    Running,
-    cloud_ready,
-    free_port_pair,
-    start_up,
-    stop,
-    wait_until,
-)
+from tests.e2e.conftest import Running, start_patiently, stop
 from tests.scaleout.conftest import Gateway, _start, wait_ready
 
 pytestmark = pytest.mark.integration
@@ -41,12 +34,8 @@ def up(tmp_path_factory: pytest.TempPathFactory, models_dir: Path) -> Iterator[R
         # swing with the load; without them it is the cascade's alone, and the guard's
         # verdict is about the policy.
         patch.setenv("HYBRIDINFER_HEDGE_LATENCY_SENSITIVE", "false")
-        running = start_up(tmp_path_factory.mktemp("walk") / "data", models_dir, free_port_pair())
+        running = start_patiently(tmp_path_factory.mktemp("walk") / "data", models_dir)
     try:
-        wait_until(
-            lambda: httpx.get(running.url + "/readyz").status_code == 200, 240, "ready", running
-        )
-        wait_until(lambda: cloud_ready(running), 60, "cloud node registered", running)
         yield running
     finally:
         stop(running)
@@ -159,7 +148,13 @@ def replicas(tmp_path: Path, models_dir: Path, postgres_url: str) -> Iterator[li
 def test_the_walk_survives_sigkill_of_the_leading_replica(replicas: list[Gateway]) -> None:
     clients = [gateway.client() for gateway in replicas]
     try:
-        guard = GOOD_GUARD.replace("[20, 50, 100]", "[50, 100]").replace("dwell_s: 2", "dwell_s: 3")
+        # This test is about the takeover: one slow request among a step's few (the machine
+        # is shared) is that step's p99, so the latency guard is opened wide here.
+        guard = (
+            GOOD_GUARD.replace("[20, 50, 100]", "[50, 100]")
+            .replace("dwell_s: 2", "dwell_s: 3")
+            .replace("p99_slack_ms: 250", "p99_slack_ms: 10000")
+        )
         stage(clients[0], default_as("good-2", guard))
         assert clients[0].post("/v1/policies/good-2/walk").status_code == 201
         seen = [c.get("/v1/policies/good-2/walk").json() for c in clients]
