@@ -113,4 +113,5 @@ def test_replay_predicts_the_live_cloud_share_of_a_changed_cascade_target(up: Ru
         )
         assert applied.status_code == 201, applied.text
         measured = cloud_share(client, prompts)
+    print(f"cloud share: logged {logged:.4f}, predicted {predicted:.4f}, measured {measured:.4f}")
     assert abs(predicted - measured) <= 0.05, (predicted, measured, logged)
