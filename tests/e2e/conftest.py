@@ -111,6 +111,22 @@ def stop(running: Running) -> None:
             running.process.wait()
 
 
+def start_patiently(data_dir: Path, models_dir: Path) -> Running:
+    """`hybridinfer up`, waited for until ready with its cloud node registered; its LLM
+    servers can take minutes to start on a busy 2-core machine, and a port taken meanwhile
+    restarts the cloud node, so the wait is long. Stopped by the caller."""
+    running = start_up(data_dir, models_dir, free_port_pair())
+    try:
+        wait_until(
+            lambda: httpx.get(running.url + "/readyz").status_code == 200, 240, "ready", running
+        )
+        wait_until(lambda: cloud_ready(running), 60, "cloud node registered", running)
+    except BaseException:
+        stop(running)
+        raise
+    return running
+
+
 @pytest.fixture(scope="module")
 def fresh_up(
     tmp_path_factory: pytest.TempPathFactory, models_dir: Path, minilm_models_dir: Path

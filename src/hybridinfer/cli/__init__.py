@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from hybridinfer import __version__
+from hybridinfer.cli.change import add_change_commands
 from hybridinfer.cli.demo import demo
 from hybridinfer.cli.keys import keys
 from hybridinfer.cli.models import models
@@ -27,6 +28,7 @@ main.add_command(node)
 main.add_command(trace)
 main.add_command(models)
 main.add_command(keys)
+add_change_commands(policy)
 main.add_command(policy)
 main.add_command(router)
 main.add_command(demo)

@@ -79,10 +79,30 @@ def _serving(result: dict[str, Any]) -> str:
     type=click.FloatRange(0.0, 100.0, min_open=True),
     help="Share of traffic; the next step of 5 → 20 → 50 → 100 when not given.",
 )
+@click.option("--auto", is_flag=True, help="Walk the steps by itself, guarded (guard: block).")
+@click.option("--dwell", type=click.FloatRange(0.0, min_open=True), help="With --auto: s per step.")
+@click.option("--min-requests", type=click.IntRange(1), help="With --auto: requests per step.")
 @url_option
 @key_option
-def canary(version: str, percent: float | None, url: str, key: str | None) -> None:
-    """Send a share of the traffic to a stored VERSION (stable per routing key)."""
+def canary(
+    version: str,
+    percent: float | None,
+    auto: bool,
+    dwell: float | None,
+    min_requests: int | None,
+    url: str,
+    key: str | None,
+) -> None:
+    """Send a share of the traffic to a stored VERSION (stable per routing key); with
+    ``--auto``, walk 5 → 20 → 50 → 100 % and roll back on a guard breach."""
+    if auto:
+        wishes = {"dwell_s": dwell, "min_requests": min_requests}
+        body = json.dumps({k: v for k, v in wishes.items() if v is not None}).encode()
+        walk = call_gateway(url, key, f"/v1/policies/{quote(version)}/walk", body)
+        click.echo(
+            f"walking {version}: {walk['percent']:g} % now, steps {walk['settings']['steps']}"
+        )
+        return
     body = json.dumps({} if percent is None else {"percent": percent}).encode()
     _move("canary", version, url, key, body)
 

@@ -18,6 +18,7 @@ from hybridinfer.backends.v2 import V2Backend
 from hybridinfer.cache import open_cache
 from hybridinfer.control.artifacts import ArtifactService
 from hybridinfer.control.audit import AuditLog
+from hybridinfer.control.canarywalk import CanaryWalker
 from hybridinfer.control.jobs import JobService
 from hybridinfer.control.keyadmin import KeyService
 from hybridinfer.control.keys import KeyRing, generate_key
@@ -38,6 +39,7 @@ from hybridinfer.control.policycenter import PolicyCenter
 from hybridinfer.control.prober import NodeProber
 from hybridinfer.control.ratelimit import RateLimiter
 from hybridinfer.control.readings import PlaneReadings
+from hybridinfer.control.replay import ReplayService
 from hybridinfer.control.replicas import ReplicaSync
 from hybridinfer.control.rollout import RolloutMonitor
 from hybridinfer.control.rules import RuleService
@@ -76,6 +78,7 @@ from hybridinfer.signals.registry import NodeRegistry, node_from_registration
 from hybridinfer.signals.sharedledger import CacheLedger
 from hybridinfer.store.jobs import JobStore
 from hybridinfer.store.learnerlog import LearnerLog
+from hybridinfer.store.snapshots import SignalSnapshots
 from hybridinfer.store.sql import SqlStore
 from hybridinfer.store.tracesink import TraceSink
 
@@ -171,6 +174,15 @@ class ControlPlane:
     def _build_observation(self) -> None:
         """The trace sink, with rollout figures and (when exporting) spans observing it."""
         self.traces = TraceSink(self.store)
+        self.traces.snapshots = self.router.snapshots = SignalSnapshots()
+        self.walks = CanaryWalker(
+            self.store,
+            self.policies,
+            self.audit,
+            self.traces.flush,
+            self.settings.walk_tick_s,
+            self.settings.walk_lease_ttl_s,
+        )
         self.traces.observers.append(self.rollouts.record)
         self.traces.observers.append(self.learners.observe_trace)
         # OpenTelemetry spans, built from finished traces off the request path.
@@ -313,6 +325,8 @@ class ControlPlane:
                 self.traces, self.learner_log, lambda: self.policies.current().policy.learning
             ),
             learners=LearnerService(self.learners, self.learner_log, self.audit),
+            replay=ReplayService(self.store, self.policies.load_version, self.traces.flush),
+            walks=self.walks,
         )
 
     def _parts(self) -> list[Part]:
@@ -330,6 +344,7 @@ class ControlPlane:
             Part("policies", start=self.policies.start, stop=self.policies.stop),
             Part("learner", start=self.learner_sync.start, stop=self.learner_sync.stop),
             Part("rollouts", start=self.rollouts.start, stop=self.rollouts.stop),
+            Part("canary walks", start=self.walks.start, stop=self.walks.stop),
             Part("local cpu", start=self.local_cpu.start, stop=self.local_cpu.stop),
             Part("name and difficulty models", start=self._warm_names, stop=self._close_names),
             Part("prober", start=self.prober.start, stop=self.prober.stop),

@@ -280,6 +280,19 @@ class PolicyCenter:
         self._compiled[version] = compiled
         return compiled
 
+    async def load_version(self, version: str) -> CompiledPolicy:
+        """A stored version compiled here: 404 if unknown, 400 if it does not validate here."""
+        if await self._store.get_policy(version) is None:
+            raise NotFound(f"no policy with version {version!r}", code="unknown_policy")
+        compiled = await self._load(version)
+        if compiled is None:
+            raise InvalidPolicy(f"stored policy {version!r} does not validate here")
+        return compiled
+
+    async def states(self) -> list[VersionState]:
+        """Every stored version's state (what a walk checks before it moves)."""
+        return await self._states.all()
+
     async def list(self) -> list[dict[str, Any]]:
         return await self._store.list_policies()
 

@@ -12,12 +12,14 @@ from dataclasses import dataclass
 
 from hybridinfer.control.artifacts import ArtifactService
 from hybridinfer.control.audit import AuditLog
+from hybridinfer.control.canarywalk import CanaryWalker
 from hybridinfer.control.jobs import JobService
 from hybridinfer.control.keyadmin import KeyService
 from hybridinfer.control.learning import FeedbackService, LearnerService
 from hybridinfer.control.metrics import MetricsService
 from hybridinfer.control.nodes import NodeService
 from hybridinfer.control.policycenter import PolicyCenter
+from hybridinfer.control.replay import ReplayService
 from hybridinfer.control.rollout import RolloutMonitor
 from hybridinfer.control.rules import RuleService
 from hybridinfer.control.stats import StatsService
@@ -44,6 +46,10 @@ class GatewayServices:
     stats: StatsService
     feedback: FeedbackService
     learners: LearnerService
+    replay: ReplayService
+    """What-if replay of a stored policy on logged traces."""
+    walks: CanaryWalker
+    """Guarded canary walks."""
 
     def by_name(self) -> dict[str, object]:
         """Field name -> service."""

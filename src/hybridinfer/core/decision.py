@@ -100,6 +100,10 @@ class Decision:
     """Why no difficulty was used when one was asked for (a timeout, no model)."""
     learning: dict[str, Any] | None = None
     """The online learner's record: its choice's propensity, mode, context and estimates."""
+    signals_ref: str | None = None
+    """The per-second snapshot of the signals it was decided on (``store/snapshots.py``)."""
+    options: dict[str, Any] | None = None
+    """The caller's routing wishes (route, prefer, max_latency_ms), so a replay can re-decide."""
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -120,4 +124,6 @@ class Decision:
             "difficulty": None if self.verdict is None else self.verdict.describe(),
             "router_note": self.router_note or None,
             **({} if self.learning is None else {"learning": self.learning}),
+            "signals_ref": self.signals_ref,
+            "options": self.options,
         }

@@ -17,6 +17,7 @@ from hybridinfer.errors import HybridInferError, MethodNotAllowed, NotFound
 from hybridinfer.gateway.artifacts import artifact_routes
 from hybridinfer.gateway.audit import AUDIT_ROUTES
 from hybridinfer.gateway.bodytimeout import BodyTimeoutMiddleware
+from hybridinfer.gateway.change import CHANGE_ROUTES
 from hybridinfer.gateway.dashboard import DASHBOARD_ROUTES
 from hybridinfer.gateway.jobs import TASK_ROUTES
 from hybridinfer.gateway.keys import KEY_ROUTES
@@ -55,6 +56,7 @@ SERVICE_ROUTES: list[BaseRoute] = [
     *TASK_ROUTES,
     *METRICS_ROUTES,
     *POLICY_ROUTES,
+    *CHANGE_ROUTES,
     *ROLLOUT_ROUTES,
     *RULE_ROUTES,
     *KEY_ROUTES,

@@ -116,6 +116,34 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("POST", "/v1/policies/{version}/promote"): Operation("Promote a canary to all traffic"),
     ("POST", "/v1/policies/{version}/rollback"): Operation("Roll back to a policy version"),
     ("GET", "/v1/rollouts"): Operation("Model rollouts of the active policy"),
+    ("POST", "/v1/policies/{version}/replay"): Operation(
+        "What-if replay of a stored version on logged traces",
+        {
+            "type": "object",
+            "properties": {
+                "since_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 2_592_000},
+                "traces": {"type": "integer", "minimum": 1, "maximum": 100_000},
+            },
+            "additionalProperties": False,
+        },
+    ),
+    ("POST", "/v1/policies/{version}/walk"): Operation(
+        "Start a guarded canary walk",
+        {
+            "type": "object",
+            "properties": {
+                "dwell_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 86_400},
+                "min_requests": {"type": "integer", "minimum": 1},
+            },
+            "additionalProperties": False,
+        },
+        201,
+        optional_body=True,
+    ),
+    ("GET", "/v1/policies/{version}/walk"): Operation("A guarded canary walk"),
+    ("POST", "/v1/policies/{version}/pause"): Operation("Pause a guarded canary walk"),
+    ("POST", "/v1/policies/{version}/resume"): Operation("Resume a paused walk"),
+    ("POST", "/v1/policies/{version}/abort"): Operation("Abort a walk, rolling the canary back"),
     ("GET", "/v1/rules"): Operation("The running task rule table"),
     ("PUT", "/v1/rules"): Operation("Replace the task rule table", _yaml_document("rules")),
     ("GET", "/v1/keys"): Operation("API keys (never the keys themselves)", response=ref("KeyList")),

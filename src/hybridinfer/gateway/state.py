@@ -15,12 +15,14 @@ from starlette.requests import Request
 
 from hybridinfer.control.artifacts import ArtifactService
 from hybridinfer.control.audit import AuditLog
+from hybridinfer.control.canarywalk import CanaryWalker
 from hybridinfer.control.jobs import JobService
 from hybridinfer.control.keyadmin import KeyService
 from hybridinfer.control.learning import FeedbackService, LearnerService
 from hybridinfer.control.metrics import MetricsService
 from hybridinfer.control.nodes import NodeService
 from hybridinfer.control.policycenter import PolicyCenter
+from hybridinfer.control.replay import ReplayService
 from hybridinfer.control.rollout import RolloutMonitor
 from hybridinfer.control.rules import RuleService
 from hybridinfer.control.stats import StatsService
@@ -77,6 +79,16 @@ def jobs_of(request: Request) -> JobService:
 def policies_of(request: Request) -> PolicyCenter:
     policies: PolicyCenter = request.app.state.policies
     return policies
+
+
+def replay_of(request: Request) -> ReplayService:
+    replay: ReplayService = request.app.state.replay
+    return replay
+
+
+def walks_of(request: Request) -> CanaryWalker:
+    walks: CanaryWalker = request.app.state.walks
+    return walks
 
 
 def rollouts_of(request: Request) -> RolloutMonitor:

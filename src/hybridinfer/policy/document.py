@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from hybridinfer.core.schemas import Prefer
 from hybridinfer.errors import ConfigError
 from hybridinfer.policy.expressions import Condition, ExpressionError
+from hybridinfer.policy.guard import Guard
 from hybridinfer.policy.learning import LearningPolicy
 from hybridinfer.policy.privacymodes import PrivacyModes
 from hybridinfer.privacy.phones import DEFAULT_REGIONS
@@ -244,6 +245,7 @@ class Policy(_Strict):
     router: RouterPolicy = Field(default_factory=RouterPolicy)
     privacy_modes: PrivacyModes = Field(default_factory=PrivacyModes)
     learning: LearningPolicy = Field(default_factory=LearningPolicy)
+    guard: Guard = Field(default_factory=Guard, description="How a guarded canary walks.")
 
     def weights(self, prefer: Prefer) -> Weights:
         return self.prefer.get(prefer) or Weights()

@@ -18,7 +18,7 @@ from hybridinfer.errors import (
 from hybridinfer.learning.engine import Learners
 from hybridinfer.policy.document import CompiledPolicy, CompiledRule, ModelRollout, Weights
 from hybridinfer.policy.expressions import Prepared
-from hybridinfer.route.context import RouteContext, RouteOptions
+from hybridinfer.route.context import RouteContext, RouteOptions, tier_signals
 from hybridinfer.route.learning import consult, moved
 from hybridinfer.route.reasons import explain
 from hybridinfer.route.rolloutsplit import keep_side
@@ -26,6 +26,7 @@ from hybridinfer.signals.breaker import Breakers
 from hybridinfer.signals.budget import Ledger, MemoryLedger
 from hybridinfer.signals.ewma import Signals
 from hybridinfer.signals.registry import NodeRegistry
+from hybridinfer.store.snapshots import SignalSnapshots
 
 # Differences below these are noise: candidates within them score the same on that goal.
 _LATENCY_TOLERANCE_MS = 1.0
@@ -137,6 +138,8 @@ class Router:
         self.ledger = ledger or MemoryLedger()
         self._breakers = breakers or Breakers()
         self._learners = learners
+        self.snapshots: SignalSnapshots | None = None
+        """Where decisions note the signals of their second, for replay (None: not kept)."""
 
     def context(
         self,
@@ -227,7 +230,22 @@ class Router:
             rules=[rule.rule.name] if rule is not None else [],
             verdict=verdict if rule is None else None,
             learning=None if learned is None else learned.record,
+            signals_ref=self._snapshot(subtask, candidates),
+            options={
+                "route": options.route,
+                "prefer": options.prefer,
+                "max_latency_ms": options.max_latency_ms,
+            },
         )
+
+    def _snapshot(self, subtask: Subtask, candidates: list[Candidate]) -> str | None:
+        """This second's snapshot reference; the first decision of the second for its
+        (capability, task) computes the maps, the others look them up."""
+        if self.snapshots is None:
+            return None
+        nodes = {c.node.id: c.node for c in candidates}.values()
+        key = f"{subtask.capability}/{subtask.task or ''}"
+        return self.snapshots.note(key, lambda: tier_signals(nodes, self._signals))
 
     def _eject_outliers(self, candidates: list[Candidate]) -> None:
         """Reject the ejected outliers among the candidates left, unless none would be left:

@@ -14,12 +14,13 @@ from pydantic_settings import (
 
 from hybridinfer.core.schemas import NodeRegistration
 from hybridinfer.errors import ConfigError
+from hybridinfer.settings.change import ChangeSettings
 from hybridinfer.settings.learning import LearningSettings
 from hybridinfer.settings.resilience import ResilienceSettings
 from hybridinfer.settings.secrets import secret_from_file
 
 
-class Settings(ResilienceSettings, LearningSettings):
+class Settings(ResilienceSettings, LearningSettings, ChangeSettings):
     """Everything the control plane (gateway + router + local runtime) is configured by."""
 
     model_config = SettingsConfigDict(env_prefix="HYBRIDINFER_", extra="forbid")

@@ -167,3 +167,33 @@ feedback = Table(
     Column("body", Text, nullable=False, doc="what the caller sent, JSON"),
     Column("created_at", Float, nullable=False),
 )
+
+signal_snapshots = Table(
+    "signal_snapshots",
+    metadata,
+    Column("ref", String(64), primary_key=True, doc="second-replica: what decisions point at"),
+    Column("at", Float, nullable=False, doc="unix second the snapshot covers"),
+    Column("body", Text, nullable=False, doc="node/network maps per capability/task, JSON"),
+    Index("ix_signal_snapshots_at", "at"),
+)
+
+leases = Table(
+    "leases",
+    metadata,
+    Column("name", String(64), primary_key=True, doc="what is led: canary-walk, ..."),
+    Column("holder", String(64), nullable=False, doc="the replica leading it"),
+    Column("expires_at", Float, nullable=False, doc="unix time another replica may take over"),
+)
+
+policy_walks = Table(
+    "policy_walks",
+    metadata,
+    Column("version", String(100), primary_key=True, doc="the canary policy version walked"),
+    Column("status", String(16), nullable=False, doc="walking|paused|promoted|rolled_back|aborted"),
+    Column("step", Integer, nullable=False, doc="index into the steps"),
+    Column("step_started_at", Float, nullable=False),
+    Column("settings", Text, nullable=False, doc="the guard it walks by, JSON"),
+    Column("state", Text, nullable=False, doc="figures of each step, the breach, JSON"),
+    Column("started_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)

@@ -16,6 +16,7 @@ from typing import Any
 from hybridinfer.core import background
 from hybridinfer.core.trace import Trace
 from hybridinfer.errors import StoreUnavailable
+from hybridinfer.store.snapshots import SignalSnapshots, save_snapshots
 from hybridinfer.store.sql import SqlStore
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,8 @@ class TraceSink:
         self.written = 0
         self.observers: list[Callable[[Trace], None]] = []
         """Called with every finished trace (the request metrics); must be cheap."""
+        self.snapshots: SignalSnapshots | None = None
+        """Signal snapshots the decisions point at, written with the traces (for replay)."""
 
     @property
     def buffered(self) -> int:
@@ -89,11 +92,18 @@ class TraceSink:
         await background.cancel(self._task)
         self._task = None
         with contextlib.suppress(StoreUnavailable):
-            await self.flush()
+            await self.flush(everything=True)
 
-    async def flush(self) -> None:
+    async def flush(self, everything: bool = False) -> None:
         """Write everything pending; on failure keep it for the next try."""
         async with self._flushing:
+            if self.snapshots is not None:
+                rows = self.snapshots.drain(everything)
+                try:
+                    await save_snapshots(self._store, rows)
+                except StoreUnavailable:
+                    self.snapshots.put_back(rows)
+                    raise
             while self._pending:
                 batch = self._pending[: self._batch_size]
                 await self._store.save_traces(batch)

@@ -1,0 +1,196 @@
+"""What-if replay of a stored policy version on logged traffic (``POST
+/v1/policies/{version}/replay``, ``hybridinfer policy replay``).
+
+Logged traces are re-decided offline by ``route/replay.py`` — no model is called — and
+summed per capability: decisions changed and to which tier, cloud share, spend, expected
+quality and latency, logged against predicted. Two hard checks: zero privacy violations, and
+the policy's ``guard:`` block held against the logged figures (error rate is not predicted:
+replay calls nothing). Either failing marks the report ``passed: false``, so the CLI exits
+non-zero and can gate a deploy.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hybridinfer.errors import InvalidInput
+from hybridinfer.policy.document import CompiledPolicy
+from hybridinfer.policy.guard import Figures, breaches, p99
+from hybridinfer.route.replay import Outcome, Replayer, logged_outcome
+from hybridinfer.store.snapshots import load_snapshots
+from hybridinfer.store.sql import SqlStore
+from hybridinfer.store.walks import Walks
+
+MAX_TRACES = 100_000
+"""The most traces one replay reads."""
+
+
+@dataclass(slots=True)
+class _Side:
+    """Sums of one side (logged or predicted) of one capability."""
+
+    cloud: int = 0
+    spend: float = 0.0
+    qualities: list[float] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+
+    def add(self, outcome: Outcome) -> None:
+        self.cloud += outcome.tier == "cloud"
+        self.spend += outcome.spend
+        if outcome.quality is not None:
+            self.qualities.append(outcome.quality)
+        self.latencies.append(outcome.latency_ms)
+
+    def describe(self, decisions: int) -> dict[str, float | None]:
+        share = self.cloud / decisions if decisions else 0.0
+        quality = sum(self.qualities) / len(self.qualities) if self.qualities else None
+        mean = sum(self.latencies) / len(self.latencies) if self.latencies else 0.0
+        return {
+            "cloud_share": round(share, 4),
+            "spend": round(self.spend, 8),
+            "quality": None if quality is None else round(quality, 4),
+            "latency_mean_ms": round(mean, 3),
+            "latency_p99_ms": round(p99(self.latencies), 3),
+        }
+
+
+@dataclass(slots=True)
+class _Capability:
+    decisions: int = 0
+    changed: int = 0
+    moves: Counter[str] = field(default_factory=Counter)
+    refused: Counter[str] = field(default_factory=Counter)
+    unknown_confidence: int = 0
+    gate_unknown: int = 0
+    privacy_violations: int = 0
+    logged: _Side = field(default_factory=_Side)
+    predicted: _Side = field(default_factory=_Side)
+
+    def add(self, before: Outcome, after: Outcome) -> None:
+        self.decisions += 1
+        self.logged.add(before)
+        self.predicted.add(after)
+        if after.deployment != before.deployment:
+            self.changed += 1
+            self.moves[f"{before.tier}->{after.tier}"] += 1
+        if after.refused is not None:
+            self.refused[after.refused] += 1
+        self.unknown_confidence += not after.confidence_known
+        self.gate_unknown += after.gate_unknown
+        self.privacy_violations += after.privacy_violation
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "decisions": self.decisions,
+            "changed": self.changed,
+            "moves": dict(self.moves),
+            "refused": dict(self.refused),
+            "unknown_confidence": self.unknown_confidence,
+            "gate_unknown": self.gate_unknown,
+            "privacy_violations": self.privacy_violations,
+            "logged": self.logged.describe(self.decisions),
+            "predicted": self.predicted.describe(self.decisions),
+        }
+
+
+class ReplayReport:
+    """Replays traces under one policy and sums the outcomes (pure: no store)."""
+
+    def __init__(self, policy: CompiledPolicy) -> None:
+        self._replayer = Replayer(policy)
+        self._policy = policy
+        self._capabilities: defaultdict[str, _Capability] = defaultdict(_Capability)
+        self._all = _Capability()
+        self.traces = 0
+
+    def add(self, trace: Mapping[str, Any], snapshots: Mapping[str, Any]) -> None:
+        """Replay every decision of one logged trace."""
+        self.traces += 1
+        for logged in trace.get("decisions") or ():
+            snapshot = snapshots.get(logged.get("signals_ref") or "")
+            after = self._replayer.replay(trace, logged, snapshot)
+            before = logged_outcome(trace, logged)
+            self._capabilities[after.capability].add(before, after)
+            self._all.add(before, after)
+
+    def _figures(self, side: _Side) -> Figures:
+        decisions = self._all.decisions
+        return Figures(
+            requests=self.traces,
+            error_rate=0.0,
+            p99_ms=p99(side.latencies),
+            cloud_share=side.cloud / decisions if decisions else 0.0,
+            spend_per_request=side.spend / self.traces if self.traces else 0.0,
+        )
+
+    def result(self) -> dict[str, Any]:
+        """The report: per capability, overall, privacy and guard checks, ``passed``."""
+        broken = breaches(
+            self._policy.policy.guard,
+            self._figures(self._all.predicted),
+            self._figures(self._all.logged),
+        )
+        violations = self._all.privacy_violations
+        return {
+            "version": self._policy.version,
+            "traces": self.traces,
+            "capabilities": {name: c.describe() for name, c in sorted(self._capabilities.items())},
+            "overall": self._all.describe(),
+            "privacy_violations": violations,
+            "breaches": [breach.describe() for breach in broken],
+            "passed": violations == 0 and not broken,
+        }
+
+
+class ReplayService:
+    """Loads a stored version and logged traces; answers the replay report."""
+
+    def __init__(
+        self,
+        store: SqlStore,
+        load: Callable[[str], Awaitable[CompiledPolicy]],
+        flush: Callable[[], Awaitable[None]],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._store = store
+        self._walks = Walks(store)
+        self._load = load
+        self._flush = flush
+        self._clock = clock
+
+    async def replay(
+        self, version: str, since_s: float | None = None, traces: int | None = None
+    ) -> dict[str, Any]:
+        """Re-decide the last ``traces`` traces, or those of the last ``since_s`` seconds."""
+        if (since_s is None) == (traces is None):
+            raise InvalidInput("give exactly one of since_s and traces")
+        if traces is not None and not 0 < traces <= MAX_TRACES:
+            raise InvalidInput(f"traces must be between 1 and {MAX_TRACES}")
+        if since_s is not None and not 0 < since_s <= 30 * 86_400:
+            raise InvalidInput("since_s must be above 0 and at most 30 days")
+        policy = await self._load(version)
+        await self._flush()
+        if traces is not None:
+            logged = list(reversed(await self._store.list_traces(traces, None)))
+        else:
+            logged = await self._walks.traces_since(self._clock() - (since_s or 0.0), MAX_TRACES)
+        snapshots = await load_snapshots(self._store, set(_refs(logged)))
+        report = ReplayReport(policy)
+        for trace in logged:
+            report.add(trace, snapshots)
+        result = report.result()
+        result["baseline_versions"] = dict(Counter(t.get("policy_version") for t in logged))
+        result["snapshots_found"] = len(snapshots)
+        return result
+
+
+def _refs(traces: Iterable[Mapping[str, Any]]) -> Iterable[str]:
+    for trace in traces:
+        for decision in trace.get("decisions") or ():
+            ref = decision.get("signals_ref")
+            if ref:
+                yield str(ref)

@@ -1,0 +1,84 @@
+"""Leases: one replica leads a loop (a canary walk) until its lease expires.
+
+A row per lease name with its holder and expiry. Taking or renewing is one conditional
+``UPDATE`` (held by me, or expired), else an ``INSERT`` that fails if another replica inserted
+first — both atomic on SQLite and PostgreSQL, so two replicas never both lead.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from sqlalchemy import insert, or_, select, update
+
+from hybridinfer.errors import StoreConflict
+from hybridinfer.store import tables
+from hybridinfer.store.sql import SqlStore
+
+
+class Lease:
+    """A named lease this replica (``holder``) tries to take and keep."""
+
+    def __init__(
+        self,
+        store: SqlStore,
+        name: str,
+        holder: str,
+        ttl_s: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._store = store
+        self.name = name
+        self.holder = holder
+        self._ttl = ttl_s
+        self._clock = clock
+
+    async def hold(self) -> bool:
+        """Take or renew the lease; True while this replica holds it."""
+        table = tables.leases
+        now = self._clock()
+        async with self._store.transaction() as connection:
+            result = await connection.execute(
+                update(table)
+                .where(
+                    table.c.name == self.name,
+                    or_(table.c.holder == self.holder, table.c.expires_at < now),
+                )
+                .values(holder=self.holder, expires_at=now + self._ttl)
+            )
+            if result.rowcount == 1:
+                return True
+        try:
+            async with self._store.transaction() as connection:
+                await connection.execute(
+                    insert(table).values(
+                        name=self.name, holder=self.holder, expires_at=now + self._ttl
+                    )
+                )
+        except StoreConflict:  # the row exists and another replica holds it
+            return False
+        return True
+
+    async def leader(self) -> str | None:
+        """Who holds the lease now (None when nobody does)."""
+        table = tables.leases
+        async with self._store.transaction() as connection:
+            row = (
+                await connection.execute(
+                    select(table.c.holder, table.c.expires_at).where(table.c.name == self.name)
+                )
+            ).first()
+        if row is None or row.expires_at < self._clock():
+            return None
+        return str(row.holder)
+
+    async def release(self) -> None:
+        """Let another replica take over at once (a clean stop)."""
+        table = tables.leases
+        async with self._store.transaction() as connection:
+            await connection.execute(
+                update(table)
+                .where(table.c.name == self.name, table.c.holder == self.holder)
+                .values(expires_at=0.0)
+            )
