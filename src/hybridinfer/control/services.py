@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from hybridinfer.control.answers import AnswerService
 from hybridinfer.control.artifacts import ArtifactService
 from hybridinfer.control.audit import AuditLog
 from hybridinfer.control.jobs import JobService
@@ -41,6 +42,7 @@ class GatewayServices:
     audit: AuditLog
     metrics: MetricsService
     stats: StatsService
+    answers: AnswerService
 
     def by_name(self) -> dict[str, object]:
         """Field name -> service."""

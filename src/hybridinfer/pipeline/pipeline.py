@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from hybridinfer.core.decision import Decision
-from hybridinfer.core.plan import Plan
+from hybridinfer.core.plan import Plan, Privacy
 from hybridinfer.core.schemas import InferRequest
 from hybridinfer.core.trace import Trace
 from hybridinfer.decompose.auto import AUTO_TASK, choose_task
@@ -20,6 +20,7 @@ from hybridinfer.decompose.privacy import detector_for
 from hybridinfer.errors import HybridInferError, InvalidRequest
 from hybridinfer.execute.executor import Executor, SubtaskResult
 from hybridinfer.execute.gate import PrivacyGate
+from hybridinfer.execute.reuse import ReuseRequest
 from hybridinfer.execute.streaming import StreamExecutor, TokenStream
 from hybridinfer.pipeline.aggregate import aggregate, summarise
 from hybridinfer.policy.document import PrivacyPolicy
@@ -92,13 +93,17 @@ class Pipeline:
                 decisions, unplaced = await self._route(plan, request, trace, context)
             with trace.stage("execute"):
                 gate = PrivacyGate(plan, request.inputs, self._names, privacy)
+                reuse = self._reuse(request, plan, trace)
                 results = await self._executor.run(
-                    plan, decisions, request.inputs, trace, deadline, unplaced, gate
+                    plan, decisions, request.inputs, trace, deadline, unplaced, gate, reuse
                 )
                 trace.plan["privacy"] = dict(plan.privacy)
             with trace.stage("aggregate"):
                 subtasks = [summarise(results[s.id]) for s in plan.subtasks]
                 trace.plan["results"] = subtasks
+                reused = {s["id"]: s["reused"] for s in subtasks if "reused" in s}
+                if reused:  # the trace names the requests whose answers were reused
+                    trace.plan["reused"] = reused
                 status, outputs = aggregate(plan, results, request.inputs)
         except HybridInferError as error:
             trace.error = {"code": error.error_code, "message": scrub(error.message)}
@@ -113,6 +118,16 @@ class Pipeline:
             body["task"] = auto.task
         body |= {"subtasks": subtasks, "timings_ms": trace.rounded_timings()}
         return body
+
+    def _reuse(self, request: InferRequest, plan: Plan, trace: Trace) -> ReuseRequest | None:
+        """What the request allows the cache stage; None when the gateway has none."""
+        if self._executor.answers is None:
+            return None
+        options = request.options
+        sensitive = options.privacy is Privacy.SENSITIVE
+        sensitive = sensitive or any(s.privacy is Privacy.SENSITIVE for s in plan.subtasks)
+        tenant = trace.key_id or "anonymous"
+        return ReuseRequest(tenant, options.cache_scope, options.cache, sensitive, plan.privacy)
 
     @staticmethod
     def _route_options(request: InferRequest) -> RouteOptions:

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hybridinfer.core.schemas import Prefer
 from hybridinfer.errors import ConfigError
+from hybridinfer.policy.answers import AnswersPolicy
 from hybridinfer.policy.expressions import Condition, ExpressionError
 from hybridinfer.privacy.phones import DEFAULT_REGIONS
 from hybridinfer.yamlfile import line_of, parse_document_with_lines
@@ -240,6 +241,7 @@ class Policy(_Strict):
     )
     privacy: PrivacyPolicy = Field(default_factory=PrivacyPolicy)
     router: RouterPolicy = Field(default_factory=RouterPolicy)
+    answers: AnswersPolicy = Field(default_factory=AnswersPolicy)
 
     def weights(self, prefer: Prefer) -> Weights:
         return self.prefer.get(prefer) or Weights()
