@@ -5,7 +5,6 @@ file given with ``--config``, then these defaults. Secrets come from the environ
 named by ``*_file``), never from the YAML in clear.
 """
 
-
 from __future__ import annotations
 
 from pathlib import Path
