@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hybridinfer.answers.signature import names_of, signature
+from hybridinfer.answers.signature import agree, names_of, signature
 
 
 @pytest.mark.parametrize(
@@ -17,10 +17,14 @@ from hybridinfer.answers.signature import names_of, signature
         ("Who founded Microsoft?", "Who founded Apple?"),
         ("Convert 100 km to miles", "Convert 10 km to miles"),
         ("What is 6 * 7?", "What is 6 + 7?"),
+        ("Convert Celsius to Fahrenheit", "Convert Fahrenheit to Celsius"),
+        ("What are the pros of remote work?", "What are the cons of remote work?"),
+        ("How do I install Python?", "How do I uninstall Python?"),
+        ("How do I encrypt a file?", "How do I decrypt a file?"),
     ],
 )
 def test_near_misses_differ(first: str, second: str) -> None:
-    assert signature(first) != signature(second)
+    assert not agree(signature(first), signature(second))
 
 
 @pytest.mark.parametrize(
@@ -33,8 +37,13 @@ def test_near_misses_differ(first: str, second: str) -> None:
     ],
 )
 def test_paraphrases_agree(first: str, second: str) -> None:
-    assert signature(first) == signature(second)
+    assert agree(signature(first), signature(second))
 
 
 def test_openers_and_common_words_are_not_names() -> None:
-    assert names_of("What does Marie Curie's work mean? Tell me.") == {"marie", "curie"}
+    assert names_of("What does Marie Curie's work mean? Tell me.") == ["marie", "curie"]
+
+
+def test_a_prefix_clashes_only_with_the_plain_word_in_the_other_prompt() -> None:
+    assert agree(signature("Define a prime number."), signature("What is a prime number?"))
+    assert not agree(signature("Is it fine?"), signature("Is it define?"))

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from hybridinfer.answers.base import Answer, AnswerStore, Vector
 from hybridinfer.answers.keys import Filing, file_call, namespace_of
-from hybridinfer.answers.signature import signature
+from hybridinfer.answers.signature import agree, signature
 from hybridinfer.answers.stats import AnswerStats
 from hybridinfer.core.decision import Candidate
 from hybridinfer.core.plan import Privacy, Subtask
@@ -168,7 +168,7 @@ class AnswerStage:
         wanted = signature(filing.prompt)
         for neighbour in await call.store.nearest(filing.index, vector, call.settings.threshold):
             answer = await call.store.get(neighbour.key)
-            if answer is not None and answer.signature == wanted:
+            if answer is not None and agree(answer.signature, wanted):
                 return answer, "semantic", neighbour.similarity
         return None
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Reuse = Literal["off", "exact", "semantic"]
 
-SEMANTIC_THRESHOLD = 0.85
+SEMANTIC_THRESHOLD = 0.84
 """Cosine similarity of MiniLM prompt embeddings a semantic hit needs by default, with the
 signature guard (``answers/signature.py``); chosen on ``bench/prompts/answer-pairs.yaml``
 (``bench/answercache.py``)."""
