@@ -18,7 +18,7 @@ from hybridinfer.decompose.decomposer import Decomposer
 from hybridinfer.decompose.names import NameCheck
 from hybridinfer.decompose.privacy import detector_for
 from hybridinfer.errors import HybridInferError, InvalidRequest
-from hybridinfer.execute.executor import Executor, SubtaskResult
+from hybridinfer.execute.executor import Executor, SubtaskResult, resolve
 from hybridinfer.execute.gate import PrivacyGate
 from hybridinfer.execute.reuse import ReuseRequest
 from hybridinfer.execute.streaming import StreamExecutor, TokenStream
@@ -187,6 +187,50 @@ class Pipeline:
         ceiling = self._decomposer.timeout_ms(request.task) or self._request_timeout_ms
         timeout_ms = min(request.options.timeout_ms or ceiling, ceiling)
         return time.monotonic() + timeout_ms / 1000.0
+
+    async def reused(self, request: InferRequest, trace: Trace) -> dict[str, Any] | None:
+        """The ``/v1/infer`` body of a one-subtask task (a chat about to stream) whose answer
+        the cache stage holds, its trace recorded; None otherwise (the caller then streams;
+        what this took stays in the trace's decompose and route timings)."""
+        answers = self._executor.answers
+        if answers is None or request.options.cache in ("off", "refresh"):
+            return None
+        trace.task = request.task
+        try:
+            with trace.stage("decompose"):
+                context = self._context(self._route_options(request), request.task, trace)
+                plan = self._plan(request, privacy_policy(context))
+            if len(plan.subtasks) != 1:
+                return None
+            subtask = plan.subtasks[0]
+            with trace.stage("route"):
+                decided = await decide_reading_difficulty(
+                    self._router, self._difficulty, subtask, context, request.inputs
+                )
+                decision = pin(decided, request.options.model)
+            reuse = self._reuse(request, plan, trace)
+            inputs = {name: resolve(v, request.inputs, {}) for name, v in subtask.inputs.items()}
+            found = (
+                None if reuse is None else await answers.lookup(subtask, decision, inputs, reuse)
+            )
+        except HybridInferError:  # streaming meets the same error and reports it
+            return None
+        if found is None:
+            return None
+        outputs, attempt, account = found
+        result = SubtaskResult(subtask, "ok", outputs, attempt, reason=decision.reason)
+        result.reused, result.latency_ms = account, attempt.latency_ms
+        trace.plan, trace.decisions = plan.describe(), [decision.describe()]
+        summary = summarise(result)
+        trace.plan |= {"results": [summary], "reused": {subtask.id: account}}
+        trace.finish("ok")
+        self._traces.record(trace)
+        body: dict[str, Any] = {"request_id": trace.request_id, "status": "ok"}
+        return body | {
+            "outputs": outputs,
+            "subtasks": [summary],
+            "timings_ms": trace.rounded_timings(),
+        }
 
     async def stream(self, request: InferRequest, trace: Trace) -> TokenStream:
         """Start a one-subtask task (chat) piece by piece, once its first token exists.
