@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Reuse = Literal["off", "exact", "semantic"]
 
@@ -62,6 +62,18 @@ class AnswersPolicy(_Strict):
 
     enabled: bool = True
     capabilities: dict[str, CapabilityReuse] = Field(default_factory=_defaults)
+
+    @model_validator(mode="after")
+    def _semantic_needs_text(self) -> AnswersPolicy:
+        wrong = [
+            name
+            for name, reuse in self.capabilities.items()
+            if reuse.mode == "semantic" and name not in TEXT_CAPABILITIES
+        ]
+        if wrong:
+            allowed = ", ".join(sorted(TEXT_CAPABILITIES))
+            raise ValueError(f"semantic reuse is for {allowed} only, not {', '.join(wrong)}")
+        return self
 
     def reuse(self, capability: str) -> CapabilityReuse | None:
         """The capability's settings, None when its answers are not reused."""
