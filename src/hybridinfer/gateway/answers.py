@@ -9,9 +9,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from hybridinfer.control.answers import AnswerService
 from hybridinfer.gateway.routes import requires
-from hybridinfer.gateway.state import json_of
+from hybridinfer.gateway.state import answers_of, json_of
 from hybridinfer.server.responses import JSON, parse_body
 
 
@@ -23,11 +22,6 @@ class AnswerFlush(BaseModel):
     tenant: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$")
     """An API key id: the tenant whose answers go."""
     scope: str | None = Field(None, pattern=r"^[A-Za-z0-9._-]{1,64}$")
-
-
-def answers_of(request: Request) -> AnswerService:
-    answers: AnswerService = request.app.state.answers
-    return answers
 
 
 @requires("admin")
