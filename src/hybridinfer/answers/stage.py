@@ -90,7 +90,6 @@ class _Call:
     settings: CapabilityReuse
     filing: Filing
     store: AnswerStore
-    zone: str
 
 
 @dataclass
@@ -126,9 +125,8 @@ class AnswerStage:
         semantic = settings.mode == "semantic" and subtask.capability in TEXT_CAPABILITIES
         namespace = namespace_of(request.tenant, request.scope, subtask.capability)
         filing = file_call(namespace, model, inputs, semantic)
-        private = request.in_private_zone(subtask)
-        store, zone = (self.private, "private") if private else (self.shared, "shared")
-        return _Call(settings, filing, store, zone)
+        store = self.private if request.in_private_zone(subtask) else self.shared
+        return _Call(settings, filing, store)
 
     async def lookup(
         self,
