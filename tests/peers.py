@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import shutil
 import socket
 import ssl
 import subprocess
@@ -106,6 +107,23 @@ def node_process(
         finally:
             process.terminate()
             process.wait(timeout=20)
+
+
+@contextmanager
+def version_2_node(models_dir: Path, tmp_path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """A node process serving sentiment-small as version "2" (the same weights, a new card):
+    its URL and card."""
+    import orjson
+
+    source = models_dir / "sentiment-small" / "1"
+    target = tmp_path / "v2-models" / "sentiment-small" / "2"
+    shutil.copytree(source, target)
+    card = orjson.loads((target / "card.json").read_bytes())
+    card["version"] = "2"
+    (target / "card.json").write_bytes(orjson.dumps(card))
+    args = ["--id", "edge-v2", "--tier", "edge", "--zone", "private", "--models", "sentiment-small"]
+    with node_process(*args, "--models-dir", str(tmp_path / "v2-models")) as url:
+        yield url, card
 
 
 @pytest.fixture(scope="session")

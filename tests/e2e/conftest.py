@@ -68,6 +68,7 @@ def start_up(data_dir: Path, models_dir: Path, port: int | None, bootstrap: bool
     # Where a request runs must not depend on how busy the shared machine is (the host's CPU
     # is the local node's load); tests of CPU admission set their own interval.
     env.setdefault("HYBRIDINFER_LOCAL_CPU_INTERVAL_S", "3600")
+    env.setdefault("HYBRIDINFER_ANSWER_CACHE", "off")  # repeated requests must reach models
     if bootstrap:
         env["HYBRIDINFER_BOOTSTRAP_KEY"] = ADMIN_KEY
     command = [sys.executable, "-m", "hybridinfer", "up", "--data-dir", str(data_dir)]

@@ -1,17 +1,15 @@
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-import orjson
 import pytest
 from starlette.testclient import TestClient
 
 from hybridinfer.control.plane import ControlPlane
 from hybridinfer.gateway.app import create_app
 from hybridinfer.settings import Settings
-from tests.peers import node_process
+from tests.peers import version_2_node
 
 
 @pytest.fixture
@@ -29,12 +27,5 @@ def client(plane: ControlPlane) -> Iterator[TestClient]:
 @pytest.fixture
 def version_2(models_dir: Path, tmp_path: Path) -> Iterator[tuple[str, dict[str, object]]]:
     """A node process serving sentiment-small as version "2" (the same weights, a new card)."""
-    source = models_dir / "sentiment-small" / "1"
-    target = tmp_path / "v2-models" / "sentiment-small" / "2"
-    shutil.copytree(source, target)
-    card = orjson.loads((target / "card.json").read_bytes())
-    card["version"] = "2"
-    (target / "card.json").write_bytes(orjson.dumps(card))
-    args = ["--id", "edge-v2", "--tier", "edge", "--zone", "private", "--models", "sentiment-small"]
-    with node_process(*args, "--models-dir", str(tmp_path / "v2-models")) as url:
+    with version_2_node(models_dir, tmp_path) as (url, card):
         yield url, card

@@ -134,6 +134,7 @@ def gateway_settings(tmp_path: Path, nodes: dict[str, RunningLlm]) -> Settings:
         bootstrap_key=SecretStr(ADMIN_KEY),
         node_token=SecretStr(NODE_TOKEN),
         probe_interval_s=0.5,
+        answer_cache="off",  # repeated chats must reach the servers (the privacy proof turns it on)
         static_nodes=[item.server.spec.registration(item.server.url) for item in nodes.values()],
     )
 

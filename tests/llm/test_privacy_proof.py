@@ -53,6 +53,7 @@ from stdnum.in_ import aadhaar
 from stdnum.it import codicefiscale
 from stdnum.us import ssn
 
+from hybridinfer.control.keys import key_id_of
 from hybridinfer.core.schemas import DeploymentInfo, NodeRegistration
 from hybridinfer.core.topology import Tier, Zone
 from hybridinfer.decompose.names import NameCheck
@@ -402,6 +403,10 @@ class PublicZone:
     ) -> tuple[Sent, list[str]]:
         """Send one case; what it answered and which canaries reached a public recorder."""
         self.tag.current = f"{group} | {column} | {label}"
+        # The answer cache is on: each case starts with none kept, or a control answered from
+        # it would never reach a recorder and the case would prove nothing of its path.
+        flushed = self.client.post("/v1/answers/flush", json={"tenant": key_id_of(ADMIN_KEY)})
+        assert flushed.status_code == 200, flushed.text
         marks = {name: len(r.requests) for name, r in self.public.items()}
         sent = send()
         arrived = sorted(
@@ -539,6 +544,7 @@ def zone(
             # cloud link, or the default policy's slow-link rule would turn cascades off.
             "slow_exchange_ms": 600_000.0,
             "request_timeout_ms": 60_000,
+            "answer_cache": "memory",  # on (as by default), flushed before each case (``run``)
             # A probe is a TCP connect bounded by min(2 s, interval): at 0.5 s a busy shared
             # host (the gateway's loop lagging) marks every node down at once.
             "probe_interval_s": 2.0,

@@ -107,6 +107,7 @@ def _start(tmp_path: Path, models_dir: Path, store_url: str, settings: dict[str,
         "queue": "nats",
         "inference_threads": 1,
         "log_level": "warning",
+        "answer_cache": "off",  # repeated requests must reach models (test_answers.py: on)
         **settings,
     }
     config_file = tmp_path / f"gateway-{port}.yaml"

@@ -8,7 +8,7 @@ into ``CacheUnavailable`` here; nothing from redis escapes.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
@@ -45,6 +45,17 @@ return result
 """
 
 
+@asynccontextmanager
+async def redis_errors() -> AsyncIterator[None]:
+    """Map redis-py's errors (and socket errors) into ``CacheUnavailable``."""
+    try:
+        yield
+    except RedisError as exc:
+        raise CacheUnavailable(f"redis: {type(exc).__name__}: {exc}") from exc
+    except OSError as exc:
+        raise CacheUnavailable(f"redis unreachable: {exc.strerror or exc}") from exc
+
+
 class RedisCache(Cache):
     """One Redis server (or a managed Redis-compatible service), keys under ``prefix``."""
 
@@ -61,14 +72,8 @@ class RedisCache(Cache):
     def _key(self, key: str) -> str:
         return self._prefix + key
 
-    @asynccontextmanager
-    async def _mapped(self) -> AsyncIterator[None]:
-        try:
-            yield
-        except RedisError as exc:
-            raise CacheUnavailable(f"redis: {type(exc).__name__}: {exc}") from exc
-        except OSError as exc:
-            raise CacheUnavailable(f"redis unreachable: {exc.strerror or exc}") from exc
+    def _mapped(self) -> AbstractAsyncContextManager[None]:
+        return redis_errors()
 
     async def get(self, key: str) -> bytes | None:
         async with self._mapped():

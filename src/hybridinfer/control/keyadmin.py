@@ -7,6 +7,7 @@ itself is in the one reply that creates it (``KeyRing`` keeps the hashes and aut
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from hybridinfer.control.audit import AuditLog
@@ -16,9 +17,17 @@ from hybridinfer.control.keys import KeyRing, key_id_of
 class KeyService:
     """Audited key administration over the key ring."""
 
-    def __init__(self, keys: KeyRing, audit: AuditLog, rotation_grace_s: float) -> None:
+    def __init__(
+        self,
+        keys: KeyRing,
+        audit: AuditLog,
+        rotation_grace_s: float,
+        on_revoke: Callable[[str], Awaitable[None]] | None = None,
+    ) -> None:
         """``rotation_grace_s``: how long a rotated key keeps working when a caller does not
-        say (the ``key_rotation_grace_s`` setting)."""
+        say (the ``key_rotation_grace_s`` setting); ``on_revoke``: run with a revoked key's id
+        (its reused answers are flushed)."""
+        self._on_revoke = on_revoke
         self._keys = keys
         self._audit = audit
         self._rotation_grace_s = rotation_grace_s
@@ -54,6 +63,8 @@ class KeyService:
         """Refuse the key from now on; its record after revocation."""
         before = await self._keys.get(key_id)
         await self._keys.revoke(key_id)
+        if self._on_revoke is not None:
+            await self._on_revoke(key_id)
         after = await self._keys.get(key_id)
         await self._audit.record(actor, "key.revoke", key_id, before, after)
         return after

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import logging
 
+from hybridinfer.answers import open_answers
+from hybridinfer.answers.stats import AnswerCollector
 from hybridinfer.backends.base import Backend
 from hybridinfer.backends.inprocess import InProcessBackend
 from hybridinfer.backends.openai import OpenAIBackend
 from hybridinfer.backends.tfserving import TFServingBackend
 from hybridinfer.backends.v2 import V2Backend
 from hybridinfer.cache import open_cache
+from hybridinfer.control.answers import AnswerService
 from hybridinfer.control.artifacts import ArtifactService
 from hybridinfer.control.audit import AuditLog
 from hybridinfer.control.canarywalk import CanaryWalker
@@ -53,6 +56,7 @@ from hybridinfer.execute.cpuload import LocalCpu
 from hybridinfer.execute.executor import Admission, Executor
 from hybridinfer.execute.hedge import HedgePolicy
 from hybridinfer.execute.retry import Retries
+from hybridinfer.execute.reuse import AnswerReuse
 from hybridinfer.execute.streaming import StreamExecutor
 from hybridinfer.learning.engine import Learners
 from hybridinfer.learning.sync import LearnerSync
@@ -62,6 +66,7 @@ from hybridinfer.observe.metrics import Metrics
 from hybridinfer.observe.stats import TrafficWindow
 from hybridinfer.observe.telemetry import Telemetry
 from hybridinfer.pipeline.pipeline import Pipeline
+from hybridinfer.policy.answers import AnswersPolicy
 from hybridinfer.policy.document import BudgetPolicy, default_policy_path
 from hybridinfer.queue import open_queue
 from hybridinfer.route.router import Router
@@ -237,6 +242,7 @@ class ControlPlane:
             saturated=settings.local_cpu_saturated,
             saturated_in_flight=settings.local_cpu_in_flight,
         )
+        self._build_answers()
         streamer = StreamExecutor(
             self.backends, self.signals, self.executor.spend, self.executor.retry
         )
@@ -250,6 +256,14 @@ class ControlPlane:
             names=self.names,
             difficulty=self.difficulty,
         )
+
+    def _build_answers(self) -> None:
+        """The cache stage after routing, reading the prompt embedding the router computed."""
+        difficulty = self.difficulty
+        embed = None if difficulty is None else difficulty.embedding
+        self.answers = open_answers(self.settings, self._answers_policy, embed)
+        if self.answers is not None:
+            self.executor.answers = AnswerReuse(self.answers)
 
     def _build_jobs(self) -> None:
         """Async tasks (queue, task rows, workers) and the sync between replicas."""
@@ -287,6 +301,8 @@ class ControlPlane:
             local_cpu=self.local_cpu,
         )
         self.metrics = Metrics(readings)
+        if self.answers is not None:
+            self.metrics.registry.register(AnswerCollector(self.answers.stats))
         self.traces.observers.append(self.metrics.requests.record)
         self.traffic = TrafficWindow()  # the dashboard's counts (GET /v1/stats)
         self.traces.observers.append(self.traffic.record)
@@ -294,6 +310,7 @@ class ControlPlane:
     def _build_services(self) -> GatewayServices:
         """One narrow service per handler family, each given only the parts it uses."""
         settings = self.settings
+        answers = AnswerService(self.answers, self.audit)
         return GatewayServices(
             pipeline=self.pipeline,
             nodes=NodeService(
@@ -310,7 +327,9 @@ class ControlPlane:
             policies=self.policies,
             rollouts=self.rollouts,
             rules=RuleService(self.decomposer, self.audit),
-            keys=KeyService(self.keys, self.audit, settings.key_rotation_grace_s),
+            keys=KeyService(
+                self.keys, self.audit, settings.key_rotation_grace_s, answers.flush_revoked
+            ),
             artifacts=ArtifactService(self.models, settings.artifact_url_ttl_s),
             audit=self.audit,
             metrics=MetricsService(self.metrics, self.queue),
@@ -320,6 +339,7 @@ class ControlPlane:
                 budget=self._budget_state,
                 telemetry=self.telemetry,
                 exporter=settings.otel_exporter,
+                answers=answers.summary,
             ),
             feedback=FeedbackService(
                 self.traces, self.learner_log, lambda: self.policies.current().policy.learning
@@ -327,6 +347,7 @@ class ControlPlane:
             learners=LearnerService(self.learners, self.learner_log, self.audit),
             replay=ReplayService(self.store, self.policies.load_version, self.traces.flush),
             walks=self.walks,
+            answers=answers,
         )
 
     def _parts(self) -> list[Part]:
@@ -336,6 +357,7 @@ class ControlPlane:
             Part("store", start=self.store.migrate, stop=self.store.close),
             Part("cache", stop=self.cache.aclose),
             Part("object store", stop=self.objects.aclose),
+            *([] if self.answers is None else [Part("answers", stop=self.answers.aclose)]),
             Part("backends", stop=self._close_backends),
             Part("known nodes", start=self._register_known_nodes),
             Part("admin key", start=self._bootstrap_admin_key),
@@ -415,6 +437,10 @@ class ControlPlane:
     def _budget_policy(self) -> BudgetPolicy:
         """The active policy's budget (read per call: the policy changes while running)."""
         return self.policies.current().policy.budget
+
+    def _answers_policy(self) -> AnswersPolicy:
+        """The active policy's answer reuse (read per lookup: the policy changes while running)."""
+        return self.policies.current().policy.answers
 
     def _budget_state(self) -> BudgetState:
         """Global spend and limit in the current period."""

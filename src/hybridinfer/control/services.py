@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from hybridinfer.control.answers import AnswerService
 from hybridinfer.control.artifacts import ArtifactService
 from hybridinfer.control.audit import AuditLog
 from hybridinfer.control.canarywalk import CanaryWalker
@@ -50,6 +51,7 @@ class GatewayServices:
     """What-if replay of a stored policy on logged traces."""
     walks: CanaryWalker
     """Guarded canary walks."""
+    answers: AnswerService
 
     def by_name(self) -> dict[str, object]:
         """Field name -> service."""

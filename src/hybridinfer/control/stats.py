@@ -27,6 +27,7 @@ class StatsService:
         budget: Callable[[], BudgetState],
         telemetry: Telemetry | None,
         exporter: str,
+        answers: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         """``exporter``: the ``otel_exporter`` setting (``off`` when ``telemetry`` is None)."""
         self._traffic = traffic
@@ -34,6 +35,7 @@ class StatsService:
         self._budget = budget
         self._telemetry = telemetry
         self._exporter = exporter
+        self._answers = answers
 
     def summary(self) -> dict[str, Any]:
         """Traffic, ``latency_ms`` over the last traces, ``spend`` and ``telemetry``."""
@@ -49,4 +51,6 @@ class StatsService:
             "exported": 0 if telemetry is None else telemetry.exported,
             "dropped": 0 if telemetry is None else telemetry.dropped,
         }
+        if self._answers is not None:  # hit ratio and saved spend per capability
+            body["answers"] = self._answers()
         return body

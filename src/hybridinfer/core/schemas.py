@@ -32,6 +32,16 @@ class InferOptions(_Body):
     model: str | None = Field(
         None, min_length=1, max_length=200, description="Pin this model (`auto`: router's choice)."
     )
+    cache: Literal["auto", "off", "refresh", "reuse"] = Field(
+        "auto",
+        description="Answer reuse: auto (the policy's), off (neither read nor kept), refresh "
+        "(not read, kept), reuse (also a chat at non-zero temperature).",
+    )
+    cache_scope: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9._-]{1,64}$",
+        description="Reuse answers only within this scope (always under the key's tenant).",
+    )
 
 
 class InferRequest(_Body):

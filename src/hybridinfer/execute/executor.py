@@ -29,6 +29,7 @@ from hybridinfer.execute.chain import ChainRunner
 from hybridinfer.execute.gate import PrivacyGate
 from hybridinfer.execute.hedge import HedgePolicy, hedge_order
 from hybridinfer.execute.retry import Retries
+from hybridinfer.execute.reuse import AnswerReuse, ReuseRequest
 from hybridinfer.execute.spend import SpendGuard
 from hybridinfer.policy.document import BudgetPolicy
 from hybridinfer.signals.breaker import Breakers, counts_against
@@ -63,6 +64,8 @@ class SubtaskResult:
     degraded: str = ""
     """Why the answer is below the quality the decision wanted (a cascade escalation failed
     and the first answer stood); empty when it is not."""
+    reused: dict[str, Any] | None = None
+    """The cached answer it reused (``answers/stage.py``); None when it was computed."""
 
 
 def resolve(
@@ -109,6 +112,8 @@ class Executor:
         self.latencies = LatencyWindows()
         self._admission = admission or Admission()
         self._limiters: dict[str, PriorityLimiter] = {}
+        self.answers: AnswerReuse | None = None
+        """The cache stage (``execute/reuse.py``); None: every subtask runs."""
 
     def limiters(self) -> dict[str, PriorityLimiter]:
         """Every node's limiter created so far, by node id."""
@@ -133,11 +138,13 @@ class Executor:
         deadline: float,
         unplaced: Mapping[str, HybridInferError] | None = None,
         gate: PrivacyGate | None = None,
+        reuse: ReuseRequest | None = None,
     ) -> dict[str, SubtaskResult]:
         """Every subtask's result, keyed by subtask id (failures included, never raised).
 
         ``unplaced`` holds the routing error of each soft subtask no deployment could take;
         those fail without running. ``gate`` clears each call to a public-zone deployment.
+        ``reuse``: what the request allows the cache stage (None: no reuse).
         """
         done: dict[str, SubtaskResult] = {}
         unplaced = unplaced or {}
@@ -146,7 +153,7 @@ class Executor:
         ):  # the common case: no task objects, no scheduling
             subtask = plan.subtasks[0]
             done[subtask.id] = await self._run_one(
-                subtask, decisions[subtask.id], request_inputs, done, trace, deadline, gate
+                subtask, decisions[subtask.id], request_inputs, done, trace, deadline, gate, reuse
             )
             return done
         running: dict[str, asyncio.Task[SubtaskResult]] = {}
@@ -166,7 +173,7 @@ class Executor:
                     ),
                 )
             return await self._run_one(
-                subtask, decisions[subtask.id], request_inputs, done, trace, deadline, gate
+                subtask, decisions[subtask.id], request_inputs, done, trace, deadline, gate, reuse
             )
 
         async def run_and_record(subtask: Subtask) -> SubtaskResult:
@@ -188,10 +195,14 @@ class Executor:
         trace: Trace,
         deadline: float,
         gate: PrivacyGate | None = None,
+        reuse: ReuseRequest | None = None,
     ) -> SubtaskResult:
         inputs = {
             name: resolve(value, request_inputs, done) for name, value in subtask.inputs.items()
         }
+        reused = await self._reused(subtask, decision, inputs, reuse)
+        if reused is not None:
+            return reused
 
         async def attempt(step: Step) -> Outcome:
             return await self._attempt(subtask, step, inputs, trace, deadline, gate)
@@ -215,6 +226,7 @@ class Executor:
                     degraded = escalated
                 elif escalated is not None:
                     outputs, used = escalated
+        await self._keep(subtask, decision, inputs, reuse, (outputs, used, degraded), trace)
         return SubtaskResult(
             subtask,
             "ok",
@@ -224,6 +236,43 @@ class Executor:
             latency_ms=used.latency_ms,
             degraded=degraded,
         )
+
+    async def _reused(
+        self,
+        subtask: Subtask,
+        decision: Decision,
+        inputs: Mapping[str, Any],
+        reuse: ReuseRequest | None,
+    ) -> SubtaskResult | None:
+        """The subtask's answer from the cache stage, when it has one to reuse."""
+        if self.answers is None or reuse is None:
+            return None
+        found = await self.answers.lookup(subtask, decision, inputs, reuse)
+        if found is None:
+            return None
+        outputs, attempt, account = found
+        latency_ms = attempt.latency_ms
+        return SubtaskResult(
+            subtask, "ok", outputs, attempt, reason=decision.reason, latency_ms=latency_ms,
+            reused=account,
+        )  # fmt: skip
+
+    async def _keep(
+        self,
+        subtask: Subtask,
+        decision: Decision,
+        inputs: Mapping[str, Any],
+        reuse: ReuseRequest | None,
+        answered: tuple[Mapping[str, Any], Attempt, str],
+        trace: Trace,
+    ) -> None:
+        """Keep the answer for the cache stage; not one below the decision's quality (a
+        failed escalation's)."""
+        outputs, used, degraded = answered
+        if self.answers is not None and reuse is not None and not degraded:
+            await self.answers.keep(
+                subtask, decision, inputs, reuse, outputs, used, trace.request_id
+            )
 
     async def _escalate(
         self,

@@ -14,6 +14,7 @@ from starlette.routing import BaseRoute
 
 from hybridinfer.control.plane import ControlPlane
 from hybridinfer.errors import HybridInferError, MethodNotAllowed, NotFound
+from hybridinfer.gateway.answers import ANSWER_ROUTES
 from hybridinfer.gateway.artifacts import artifact_routes
 from hybridinfer.gateway.audit import AUDIT_ROUTES
 from hybridinfer.gateway.bodytimeout import BodyTimeoutMiddleware
@@ -63,6 +64,7 @@ SERVICE_ROUTES: list[BaseRoute] = [
     *OPENAPI_ROUTES,
     *DASHBOARD_ROUTES,
     *AUDIT_ROUTES,
+    *ANSWER_ROUTES,
     *OPENAI_ROUTES,
     *LEARNING_ROUTES,
 ]

@@ -25,7 +25,9 @@ from starlette.routing import Route
 from hybridinfer.control.nodes import ServedModel
 from hybridinfer.errors import HybridInferError
 from hybridinfer.execute.streaming import TokenStream
+from hybridinfer.gateway.cachecontrol import CACHE_HEADER, cache_header, with_cache_control
 from hybridinfer.gateway.openai_schemas import ChatCompletionRequest, EmbeddingRequest
+from hybridinfer.gateway.replay import replay
 from hybridinfer.gateway.routes import request_trace, requires
 from hybridinfer.gateway.state import json_of, nodes_of, pipeline_of
 from hybridinfer.server.responses import JSON, parse_body
@@ -48,9 +50,16 @@ async def chat_completions(request: Request) -> Response:
     body = parse_body(ChatCompletionRequest, await json_of(request))
     trace = request_trace(request)
     pipeline = pipeline_of(request)
+    infer_request = with_cache_control(body.to_infer(), request)
     if body.stream:
-        stream = await pipeline.stream(body.to_infer(), trace)
         include_usage = body.stream_options is not None and body.stream_options.include_usage
+        reused = await pipeline.reused(infer_request, trace)
+        if reused is not None:  # a kept answer, replayed as the same events
+            headers = _placement(reused) | cache_header(reused) | {"Cache-Control": "no-cache"}
+            return StreamingResponse(
+                replay(reused, include_usage), media_type="text/event-stream", headers=headers
+            )
+        stream = await pipeline.stream(infer_request, trace)
         return StreamingResponse(
             _sse(stream, trace.request_id, include_usage),
             media_type="text/event-stream",
@@ -58,9 +67,10 @@ async def chat_completions(request: Request) -> Response:
                 TIER_HEADER: stream.node.tier.value,
                 MODEL_HEADER: stream.deployment.model,
                 "Cache-Control": "no-cache",
+                CACHE_HEADER: "miss",
             },
         )
-    result = await pipeline.infer(body.to_infer(), trace)
+    result = await pipeline.infer(infer_request, trace)
     outputs = result["outputs"]
     completion = {
         "id": f"chatcmpl-{trace.request_id}",
@@ -76,7 +86,7 @@ async def chat_completions(request: Request) -> Response:
         ],
         "usage": outputs.get("usage") or {},
     }
-    return JSON(completion, headers=_placement(result))
+    return JSON(completion, headers=_placement(result) | cache_header(result))
 
 
 async def _sse(stream: TokenStream, request_id: str, include_usage: bool) -> AsyncIterator[bytes]:
@@ -127,7 +137,8 @@ def _error_body(error: HybridInferError, request_id: str) -> dict[str, Any]:
 async def embeddings(request: Request) -> Response:
     """``POST /v1/embeddings``: one vector per input text."""
     body = parse_body(EmbeddingRequest, await json_of(request))
-    result = await pipeline_of(request).infer(body.to_infer(), request_trace(request))
+    infer_request = with_cache_control(body.to_infer(), request)
+    result = await pipeline_of(request).infer(infer_request, request_trace(request))
     vectors: list[list[float]] = result["outputs"]["embeddings"]
     data = [
         {"object": "embedding", "index": index, "embedding": _encode(vector, body.encoding_format)}
@@ -143,7 +154,7 @@ async def embeddings(request: Request) -> Response:
             "total_tokens": usage.get("total_tokens", 0),
         },
     }
-    return JSON(response, headers=_placement(result))
+    return JSON(response, headers=_placement(result) | cache_header(result))
 
 
 def _encode(vector: list[float], encoding_format: str) -> list[float] | str:

@@ -34,6 +34,8 @@ class RoutingOptions(_Body):
     route: Literal["auto", "local", "edge", "cloud"] = "auto"
     max_latency_ms: float | None = Field(None, gt=0)
     timeout_ms: int | None = Field(None, gt=0, le=600_000)
+    cache: Literal["auto", "off", "refresh", "reuse"] = "auto"
+    cache_scope: str | None = Field(None, pattern=r"^[A-Za-z0-9._-]{1,64}$")
 
 
 class ChatCompletionRequest(_Body):

@@ -23,6 +23,7 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from hybridinfer import __version__
 from hybridinfer.core.schemas import Heartbeat, InferRequest, NodeRegistration
+from hybridinfer.gateway.answers import AnswerFlush
 from hybridinfer.gateway.keys import KeyCreate, KeyRotate
 from hybridinfer.gateway.learning import FeedbackBody
 from hybridinfer.gateway.middleware import PUBLIC_PATHS, PUBLIC_PREFIXES
@@ -160,6 +161,15 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         "The audit log, newest first",
         response=ref("AuditList"),
         query=(LIMIT, Query("action", {"type": "string"}, "e.g. key.rotate")),
+    ),
+    ("GET", "/v1/answers"): Operation(
+        "Answer reuse per capability: lookups, hits, hit ratio, saved spend",
+        response=ref("AnswerCounts"),
+    ),
+    ("POST", "/v1/answers/flush"): Operation(
+        "Flush a tenant's (an API key id's) reused answers, or one of its scopes",
+        AnswerFlush,
+        response=ref("AnswerFlushed"),
     ),
     ("POST", "/v1/chat/completions"): Operation(
         "OpenAI-compatible chat",

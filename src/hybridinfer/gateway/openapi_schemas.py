@@ -76,6 +76,13 @@ COMPONENTS: dict[str, Any] = {
     "Key": _object(KEY_REQUIRED, KEY_FIELDS, closed=True),
     "NewKey": _object([*KEY_REQUIRED, "key"], {**KEY_FIELDS, "key": STRING}, closed=True),
     "KeyList": _list_of("keys", ref("Key")),
+    "AnswerCounts": _object(
+        ["enabled", "capabilities"], {"enabled": {"type": "boolean"}, "capabilities": {}}
+    ),
+    "AnswerFlushed": _object(
+        ["tenant", "scope", "removed"],
+        {"tenant": STRING, "scope": {"type": ["string", "null"]}, "removed": {"type": "integer"}},
+    ),
     "AuditList": _list_of(
         "entries",
         _object(

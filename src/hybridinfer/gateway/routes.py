@@ -13,6 +13,7 @@ from hybridinfer.control.keys import NODE_SCOPE, Principal
 from hybridinfer.core.schemas import Heartbeat, InferRequest, NodeRegistration
 from hybridinfer.core.trace import Trace
 from hybridinfer.errors import Forbidden, InvalidInput
+from hybridinfer.gateway.cachecontrol import cache_header, with_cache_control
 from hybridinfer.gateway.state import json_of, nodes_of, options_of, pipeline_of, traces_of
 from hybridinfer.server.responses import JSON, parse_body
 from hybridinfer.server.serving import client_certificate
@@ -65,9 +66,10 @@ async def readyz(request: Request) -> Response:
 @requires("infer")
 async def infer(request: Request) -> Response:
     trace = request_trace(request)
-    body = parse_body(InferRequest, await json_of(request))
+    body = with_cache_control(parse_body(InferRequest, await json_of(request)), request)
     result = await pipeline_of(request).infer(body, trace)
-    return JSON(result, headers={POLICY_HEADER: trace.policy_version or ""})
+    headers = {POLICY_HEADER: trace.policy_version or ""} | cache_header(result)
+    return JSON(result, headers=headers)
 
 
 def request_trace(request: Request) -> Trace:

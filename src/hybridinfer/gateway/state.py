@@ -13,6 +13,7 @@ from typing import Any
 
 from starlette.requests import Request
 
+from hybridinfer.control.answers import AnswerService
 from hybridinfer.control.artifacts import ArtifactService
 from hybridinfer.control.audit import AuditLog
 from hybridinfer.control.canarywalk import CanaryWalker
@@ -119,6 +120,11 @@ def audit_of(request: Request) -> AuditLog:
 def metrics_of(request: Request) -> MetricsService:
     metrics: MetricsService = request.app.state.metrics
     return metrics
+
+
+def answers_of(request: Request) -> AnswerService:
+    answers: AnswerService = request.app.state.answers
+    return answers
 
 
 def stats_of(request: Request) -> StatsService:

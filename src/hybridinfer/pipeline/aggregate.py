@@ -27,6 +27,8 @@ def summarise(result: SubtaskResult) -> dict[str, Any]:
     }
     if result.degraded:
         summary["degraded"] = result.degraded
+    if result.reused is not None:
+        summary["reused"] = result.reused
     if result.error is not None:
         error = result.error
         summary["error"] = {"code": error.error_code, "message": scrub(error.message)}

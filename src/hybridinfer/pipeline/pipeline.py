@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from hybridinfer.core.decision import Decision
-from hybridinfer.core.plan import Plan
+from hybridinfer.core.plan import Plan, Privacy
 from hybridinfer.core.schemas import InferRequest
 from hybridinfer.core.trace import Trace
 from hybridinfer.decompose.auto import AUTO_TASK, choose_task
@@ -18,8 +18,9 @@ from hybridinfer.decompose.decomposer import Decomposer
 from hybridinfer.decompose.names import NameCheck
 from hybridinfer.decompose.privacy import apply_privacy_modes, detector_for
 from hybridinfer.errors import HybridInferError, InvalidRequest
-from hybridinfer.execute.executor import Executor, SubtaskResult
+from hybridinfer.execute.executor import Executor, SubtaskResult, resolve
 from hybridinfer.execute.gate import PrivacyGate
+from hybridinfer.execute.reuse import ReuseRequest
 from hybridinfer.execute.streaming import StreamExecutor, TokenStream
 from hybridinfer.pipeline.aggregate import aggregate, summarise
 from hybridinfer.policy.document import PrivacyPolicy
@@ -98,13 +99,17 @@ class Pipeline:
                 decisions, unplaced = await self._route(plan, request, trace, context)
             with trace.stage("execute"):
                 gate = self._gate(plan, request, privacy, context)
+                reuse = self._reuse(request, plan, trace)
                 results = await self._executor.run(
-                    plan, decisions, request.inputs, trace, deadline, unplaced, gate
+                    plan, decisions, request.inputs, trace, deadline, unplaced, gate, reuse
                 )
                 trace.plan["privacy"] = dict(plan.privacy)
             with trace.stage("aggregate"):
                 subtasks = [summarise(results[s.id]) for s in plan.subtasks]
                 trace.plan["results"] = subtasks
+                reused = {s["id"]: s["reused"] for s in subtasks if "reused" in s}
+                if reused:  # the trace names the requests whose answers were reused
+                    trace.plan["reused"] = reused
                 status, outputs = aggregate(plan, results, request.inputs)
         except HybridInferError as error:
             trace.error = {"code": error.error_code, "message": scrub(error.message)}
@@ -119,6 +124,16 @@ class Pipeline:
             body["task"] = auto.task
         body |= {"subtasks": subtasks, "timings_ms": trace.rounded_timings()}
         return body
+
+    def _reuse(self, request: InferRequest, plan: Plan, trace: Trace) -> ReuseRequest | None:
+        """What the request allows the cache stage; None when the gateway has none."""
+        if self._executor.answers is None:
+            return None
+        options = request.options
+        sensitive = options.privacy is Privacy.SENSITIVE
+        sensitive = sensitive or any(s.privacy is Privacy.SENSITIVE for s in plan.subtasks)
+        tenant = trace.key_id or "anonymous"
+        return ReuseRequest(tenant, options.cache_scope, options.cache, sensitive, plan.privacy)
 
     @staticmethod
     def _route_options(request: InferRequest) -> RouteOptions:
@@ -189,6 +204,50 @@ class Pipeline:
         ceiling = self._decomposer.timeout_ms(request.task) or self._request_timeout_ms
         timeout_ms = min(request.options.timeout_ms or ceiling, ceiling)
         return time.monotonic() + timeout_ms / 1000.0
+
+    async def reused(self, request: InferRequest, trace: Trace) -> dict[str, Any] | None:
+        """The ``/v1/infer`` body of a one-subtask task (a chat about to stream) whose answer
+        the cache stage holds, its trace recorded; None otherwise (the caller then streams;
+        what this took stays in the trace's decompose and route timings)."""
+        answers = self._executor.answers
+        if answers is None or request.options.cache in ("off", "refresh"):
+            return None
+        trace.task = request.task
+        try:
+            with trace.stage("decompose"):
+                context = self._context(self._route_options(request), request.task, trace)
+                plan = self._plan(request, privacy_policy(context), privacy_modes(context))
+            if len(plan.subtasks) != 1:
+                return None
+            subtask = plan.subtasks[0]
+            with trace.stage("route"):
+                decided = await decide_reading_difficulty(
+                    self._router, self._difficulty, subtask, context, request.inputs
+                )
+                decision = pin(decided, request.options.model)
+            reuse = self._reuse(request, plan, trace)
+            inputs = {name: resolve(v, request.inputs, {}) for name, v in subtask.inputs.items()}
+            found = (
+                None if reuse is None else await answers.lookup(subtask, decision, inputs, reuse)
+            )
+        except HybridInferError:  # streaming meets the same error and reports it
+            return None
+        if found is None:
+            return None
+        outputs, attempt, account = found
+        result = SubtaskResult(subtask, "ok", outputs, attempt, reason=decision.reason)
+        result.reused, result.latency_ms = account, attempt.latency_ms
+        trace.plan, trace.decisions = plan.describe(), [decision.describe()]
+        summary = summarise(result)
+        trace.plan |= {"results": [summary], "reused": {subtask.id: account}}
+        trace.finish("ok")
+        self._traces.record(trace)
+        body: dict[str, Any] = {"request_id": trace.request_id, "status": "ok"}
+        return body | {
+            "outputs": outputs,
+            "subtasks": [summary],
+            "timings_ms": trace.rounded_timings(),
+        }
 
     async def stream(self, request: InferRequest, trace: Trace) -> TokenStream:
         """Start a one-subtask task (chat) piece by piece, once its first token exists.

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hybridinfer.core.schemas import Prefer
 from hybridinfer.errors import ConfigError
+from hybridinfer.policy.answers import AnswersPolicy
 from hybridinfer.policy.expressions import Condition, ExpressionError
 from hybridinfer.policy.guard import Guard
 from hybridinfer.policy.learning import LearningPolicy
@@ -246,6 +247,7 @@ class Policy(_Strict):
     privacy_modes: PrivacyModes = Field(default_factory=PrivacyModes)
     learning: LearningPolicy = Field(default_factory=LearningPolicy)
     guard: Guard = Field(default_factory=Guard, description="How a guarded canary walks.")
+    answers: AnswersPolicy = Field(default_factory=AnswersPolicy)
 
     def weights(self, prefer: Prefer) -> Weights:
         return self.prefer.get(prefer) or Weights()

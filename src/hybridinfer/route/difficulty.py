@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from hybridinfer.core.chat import content_text
 from hybridinfer.core.decision import Decision, Verdict
@@ -134,6 +135,8 @@ class DifficultyScorer:
         self._embedder = embedder
         self._thread = concurrent.futures.ThreadPoolExecutor(1, "hybridinfer-difficulty")
         self._cache: OrderedDict[str, dict[str, float]] = OrderedDict()
+        self._vectors: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
+        """The prompts' MiniLM embeddings, shared with the answer cache (``embedding``)."""
         self._recent: dict[str, Ranks] = {}
         self._warmed: concurrent.futures.Future[dict[str, float]] | None = None
 
@@ -178,7 +181,40 @@ class DifficultyScorer:
             )
             for name, head in heads.items():
                 found[name] = float(head.score_features(table)[0])
+            if len(text.split()) <= MAX_WORDS:  # the whole prompt was embedded
+                self._keep_vector(text, table.embedding[0].astype(np.float32))
         return found
+
+    def _keep_vector(self, text: str, vector: npt.NDArray[np.float32]) -> None:
+        key = hashlib.sha256(text.encode()).hexdigest()
+        self._vectors[key] = vector
+        self._vectors.move_to_end(key)
+        if len(self._vectors) > CACHE_SIZE:
+            self._vectors.popitem(last=False)
+
+    def vector(self, text: str) -> npt.NDArray[np.float32] | None:
+        """The unit MiniLM embedding of a prompt of at most ``MAX_WORDS`` words (blocking):
+        the one the difficulty heads read when they scored it, else embedded now. None for a
+        longer prompt (the heads embed its first words only)."""
+        if len(text.split()) > MAX_WORDS:
+            return None
+        found = self._vectors.get(hashlib.sha256(text.encode()).hexdigest())
+        if found is not None:
+            return found
+        vector: npt.NDArray[np.float32] = self._embedder().embed([" ".join(text.split())])[0]
+        self._keep_vector(text, vector)
+        return vector
+
+    async def embedding(self, text: str, timeout_s: float = 1.0) -> npt.NDArray[np.float32] | None:
+        """``vector`` on the scoring thread, bounded by ``timeout_s``; None past it or when
+        the model fails (the answer cache then looks up exactly only)."""
+        loop = asyncio.get_running_loop()
+        try:
+            return await asyncio.wait_for(
+                loop.run_in_executor(self._thread, self.vector, text), timeout_s
+            )
+        except Exception:  # a slow or broken embedder costs the semantic lookup, nothing more
+            return None
 
     async def score(self, capability: str, text: str, policy: RouterPolicy) -> Difficulty:
         """The difficulty of ``text``; raises TimeoutError past the policy's bound and any

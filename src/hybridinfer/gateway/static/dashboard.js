@@ -33,9 +33,27 @@ function renderStats(stats) {
   document.getElementById("errors").textContent = String(stats.status.error || 0);
   document.getElementById("window").textContent = `last ${stats.window_s / 60} min, ${stats.series.bucket_s} s bars`;
   drawTraffic(document.getElementById("traffic"), stats.series);
+  renderAnswers(stats.answers);
   const tbody = clear(document.querySelector("#latency-table tbody"));
   for (const [stage, p] of Object.entries(stats.latency_ms)) {
     tbody.append(htmlEl("tr", {}, [htmlEl("td", { text: stage }), htmlEl("td", { text: fmt(p.p50, 3) }), htmlEl("td", { text: fmt(p.p90, 3) }), htmlEl("td", { text: fmt(p.p99, 3) })]));
+  }
+}
+
+function renderAnswers(answers) {
+  const capabilities = Object.entries((answers && answers.capabilities) || {});
+  document.getElementById("answers-panel").hidden = capabilities.length === 0;
+  const tbody = clear(document.querySelector("#answers tbody"));
+  for (const [capability, c] of capabilities) {
+    tbody.append(htmlEl("tr", { "data-capability": capability }, [
+      htmlEl("td", { text: capability }),
+      htmlEl("td", { text: String(c.lookups) }),
+      htmlEl("td", { text: `${fmt(c.hit_ratio * 100, 1)} %` }),
+      htmlEl("td", { text: String(c.hits) }),
+      htmlEl("td", { text: String(c.semantic_hits) }),
+      htmlEl("td", { text: String(c.errors) }),
+      htmlEl("td", { text: fmt(c.saved_spend, 4) }),
+    ]));
   }
 }
 
@@ -59,6 +77,7 @@ function renderNodes(nodes) {
 }
 
 function answeringTier(trace) {
+  if (trace.plan && trace.plan.reused) return "reused";
   const attempt = (trace.attempts || []).find((a) => a.status === "ok");
   return attempt ? attempt.tier : "none";
 }
