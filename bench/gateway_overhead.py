@@ -53,6 +53,7 @@ data_dir: {data_dir}
 local_models: []
 rate_limit_per_minute: 1000000000
 log_level: warning
+answer_cache: "off"  # one repeated body: reuse would measure the cache, not the path
 static_nodes:
   - id: bench-upstream
     tier: cloud

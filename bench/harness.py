@@ -73,6 +73,9 @@ def gateway_process(
         "HYBRIDINFER_BOOTSTRAP_KEY": key,
         "HYBRIDINFER_MODELS_DIR": str(models_dir),
         "HYBRIDINFER_LOG_LEVEL": "warning",
+        # The benches repeat the same bodies to time the path: reused answers would time the
+        # answer cache instead (bench/answercache.py measures that).
+        "HYBRIDINFER_ANSWER_CACHE": "off",
         **(extra_env or {}),
     }
     command = [

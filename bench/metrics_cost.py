@@ -226,6 +226,7 @@ async def run(data_dir: Path) -> dict[str, Any]:
         bootstrap_key=SecretStr("bench-admin-key-0123456789"),
         inference_threads=1,
         otel_exporter="memory",
+        answer_cache="off",  # the same request each round: time the pipeline, not reuse
     )
     plane = ControlPlane(settings)
     await plane.start()

@@ -177,7 +177,10 @@ def gateway_process(
     data_dir.mkdir(parents=True, exist_ok=True)
     config_file = data_dir / "gateway.yaml"
     settings = {"data_dir": str(data_dir), "models_dir": str(models_dir), **config}
-    config_file.write_text(yaml.safe_dump({"inference_threads": 1, **settings}))
+    # Tests repeat identical requests and count what reaches models: no answer reuse unless
+    # a test turns it on.
+    defaults = {"inference_threads": 1, "answer_cache": "off"}
+    config_file.write_text(yaml.safe_dump({**defaults, **settings}))
     env = {k: v for k, v in os.environ.items() if not k.startswith("HYBRIDINFER_")}
     env["HYBRIDINFER_BOOTSTRAP_KEY"] = admin_key
     if node_token is not None:
