@@ -16,9 +16,10 @@ from hybridinfer.core.schemas import NodeRegistration
 from hybridinfer.errors import ConfigError
 from hybridinfer.settings.resilience import ResilienceSettings
 from hybridinfer.settings.secrets import secret_from_file
+from hybridinfer.settings.workers import WorkerSettings
 
 
-class Settings(ResilienceSettings):
+class Settings(ResilienceSettings, WorkerSettings):
     """Everything the control plane (gateway + router + local runtime) is configured by."""
 
     model_config = SettingsConfigDict(env_prefix="HYBRIDINFER_", extra="forbid")
