@@ -2,9 +2,11 @@
 
 Each worker binds the port itself with ``SO_REUSEPORT`` (``listener.bound_sockets``), so the
 kernel spreads new connections evenly over the workers by their address hash. The other way,
-one socket opened by the parent and inherited, was not taken because ``BatchListener``
-accepts up to 512 waiting connections per wake-up: on a shared accept queue the first worker
-awake takes the whole batch, and one worker serves most of a burst while the other idles.
+one socket opened by the parent and inherited, was measured and not taken: ``BatchListener``
+accepts up to 512 waiting connections per wake-up, so on a shared accept queue the worker
+awake first takes most of a burst (``bench/worker_sockets.py``: 286 to 330 of 400, against
+190 to 210 with ``SO_REUSEPORT``), and since each worker sheds on its own slots, an uneven
+split refuses requests while the other worker has room.
 Every worker keeps the single process's guarantees, since it is one: the guarded protocol
 (slow-client header timeout), the body timeout of the app, the backlog (per worker), TLS and
 batched accepts. Limit of this choice: connections still waiting in the accept queue of a
