@@ -7,7 +7,10 @@ three ways by the same open-loop load generator (``bench/loadgen.py``, its own p
   hybridinfer — ``hybridinfer gateway --config``: one static `openai` node on the upstream,
                 the model pinned by name, API key checked, traces and metrics recorded as usual;
   litellm     — LiteLLM's proxy 1.108.7, one worker, one model_list entry on the upstream,
-                master key set, no database, no callbacks.
+                master key set, no database, no callbacks;
+  hybridinfer-2w — with ``--workers 2``: the same gateway as two worker processes on one
+                port (SO_REUSEPORT), on Redis and a fresh PostgreSQL database as workers
+                require (``HYBRIDINFER_BENCH_POSTGRES``, ``HYBRIDINFER_BENCH_REDIS``).
 
 Fixed rates (10, 30, 100, 300 RPS) run the three back to back at each rate, so machine noise
 falls on all alike; then each one's highest burst rate (3 s runs, < 1 % errors and p99 < 1 s)
@@ -15,7 +18,7 @@ is searched in interleaved rounds, and from it the highest *sustained* rate: the
 a 30 s hold after 5 s of warm-up, a fifth lower per failed hold. Added latency = gateway -
 direct at the same percentile.
 
-    python -m bench.gateway_overhead [--quick]
+    python -m bench.gateway_overhead [--workers 2] [--no-litellm] [--hold S] [--duration S]
 
 Writes bench/results/gateway_overhead.json.
 """
@@ -23,6 +26,7 @@ Writes bench/results/gateway_overhead.json.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import subprocess
@@ -30,6 +34,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -39,6 +44,7 @@ from typing import Any
 from bench.harness import REPO, free_port, write_result
 from bench.litellm_proxy import ensure_installed, litellm_proxy
 from bench.processes import server_process, upstream_process
+from bench.scaleout import POSTGRES, REDIS_URL, admin
 from bench.upstream import MODEL
 
 RATES = (10, 30, 100, 300)
@@ -261,19 +267,58 @@ def hold_sustained(targets: list[Target], burst: dict[str, Any], hold_s: float) 
 
 
 @contextmanager
-def hybridinfer_gateway(work_dir: Path, upstream: str) -> Iterator[str]:
-    """``hybridinfer gateway --config`` with one static `openai` node on the upstream."""
+def hybridinfer_gateway(work_dir: Path, upstream: str, workers: int = 1) -> Iterator[str]:
+    """``hybridinfer gateway --config`` with one static `openai` node on the upstream; with
+    ``workers`` > 1, ``--workers`` on Redis and a fresh PostgreSQL database."""
     port = free_port()
-    config = work_dir / "hybridinfer.yaml"
-    config.write_text(
-        GATEWAY_CONFIG.format(port=port, data_dir=work_dir / "data", upstream=upstream, model=MODEL)
+    config = work_dir / f"hybridinfer-{workers}.yaml"
+    text = GATEWAY_CONFIG.format(
+        port=port, data_dir=work_dir / f"data-{workers}", upstream=upstream, model=MODEL
     )
     env = {**os.environ, "HYBRIDINFER_BOOTSTRAP_KEY": KEY}
     command = [sys.executable, "-m", "hybridinfer", "gateway", "--config", str(config)]
     url = f"http://127.0.0.1:{port}"
-    log = work_dir / "hybridinfer.log"
-    with server_process(command, f"{url}/readyz", "hybridinfer gateway", log, env):
+    log = work_dir / f"hybridinfer-{workers}.log"
+    with ExitStack() as stack:
+        if workers > 1:
+            store_url = stack.enter_context(fresh_database())
+            text += f"cache: redis\ncache_prefix: 'bench-{port}:'\n"
+            env |= {"HYBRIDINFER_STORE_URL": store_url, "HYBRIDINFER_REDIS_URL": REDIS_URL}
+            command += ["--workers", str(workers)]
+        config.write_text(text)
+        stack.enter_context(server_process(command, f"{url}/readyz", "hybridinfer", log, env))
+        wait_for_workers(url, workers)
         yield url
+
+
+@contextmanager
+def fresh_database() -> Iterator[str]:
+    """A new PostgreSQL database (its store URL), dropped afterwards."""
+    name = f"hi_bench_{uuid.uuid4().hex[:8]}"
+    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
+    try:
+        yield f"{POSTGRES.replace('postgresql://', 'postgresql+asyncpg://')}/{name}"
+    finally:
+        asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+def wait_for_workers(url: str, workers: int, timeout_s: float = 120.0) -> None:
+    """Until every worker has answered /readyz (new connections find each in turn), so no
+    load starts while one is still loading."""
+    if workers <= 1:
+        return
+    seen: set[str] = set()
+    deadline = time.monotonic() + timeout_s
+    while len(seen) < workers:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"only workers {sorted(seen)} of {workers} answered at {url}")
+        try:
+            with urllib.request.urlopen(f"{url}/readyz", timeout=5) as response:
+                if response.status == 200:
+                    seen.add(response.headers.get("x-hybridinfer-worker", "?"))
+        except OSError:
+            pass
+        time.sleep(0.05)
 
 
 def added(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -297,7 +342,14 @@ def main() -> None:
     parser.add_argument("--search-duration", type=float, default=3.0, help="Burst runs (s).")
     parser.add_argument("--hold", type=float, default=HOLD_S, help="Sustained holds (s).")
     parser.add_argument("--no-litellm", action="store_true", help="Skip LiteLLM entirely.")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="Also run hybridinfer with --workers N (needs Redis and PostgreSQL), side by side.",
+    )
     args = parser.parse_args()
+    load_before = os.getloadavg()
     litellm_version = (
         None if args.no_litellm else ensure_installed(REPO / ".hybridinfer" / "litellm-install.log")
     )
@@ -312,6 +364,11 @@ def main() -> None:
                 [f"Authorization: Bearer {KEY}"],
             )
         )
+        if args.workers > 1:
+            many = stack.enter_context(hybridinfer_gateway(work, upstream, args.workers))
+            targets.append(
+                Target(f"hybridinfer-{args.workers}w", many, [f"Authorization: Bearer {KEY}"])
+            )
         if litellm_version is not None:
             proxy = stack.enter_context(
                 litellm_proxy(work, free_port(), upstream, MODEL, LITELLM_KEY)
@@ -323,6 +380,7 @@ def main() -> None:
         burst = search_burst(targets, args.search_duration)
         print(f"highest sustained rate (< 1 % errors, p99 < 1 s, held {args.hold:.0f} s):")
         sustained = hold_sustained(targets, burst, args.hold)
+    after = os.getloadavg()
     path = write_result(
         "gateway_overhead",
         {
@@ -336,7 +394,12 @@ def main() -> None:
             "sustained": sustained,
             "hold_s": args.hold,
             "hold_warmup_s": HOLD_WARMUP_S,
+            "workers": args.workers,
+            "load_average": {"before": load_before, "after": after},
         },
+    )
+    print(
+        f"load average (1, 5, 15 min) before {load_before}, after {after}; cores {os.cpu_count()}"
     )
     print(f"wrote {path}")
 

@@ -47,9 +47,9 @@ SECTIONS = (
     Section(
         "gateway_overhead",
         "Gateway overhead vs LiteLLM (open-loop load)",
-        ("-m", "bench.gateway_overhead"),
+        ("-m", "bench.gateway_overhead", "--workers", "2"),  # one process and two, side by side
         "gateway_overhead.json",
-        1500,  # the sustained holds: 30 s each, up to three per path
+        2100,  # the sustained holds: 30 s each, up to three per path
     ),
     Section(
         "profile_gateway",

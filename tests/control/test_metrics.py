@@ -1,18 +1,20 @@
 """``MetricsService``: one scrape reads the queue's depth, and an unreachable queue is a -1
-in the exposition, not a failed scrape."""
+in the exposition, not a failed scrape; a worker's scrape holds every worker's metrics."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from hybridinfer.control.metrics import MetricsService
+from hybridinfer.control.metrics import MetricsService, worker_expositions
 from hybridinfer.core.topology import Node
 from hybridinfer.errors import QueueUnavailable
 from hybridinfer.observe.metrics import Metrics
 from hybridinfer.queue.memory import MemoryQueue
 from hybridinfer.server.shedding import GatewayLoad
+from hybridinfer.settings import Settings
 from hybridinfer.signals.budget import BudgetState
 
 
@@ -78,3 +80,28 @@ async def test_the_scrape_carries_the_queue_depth() -> None:
 async def test_an_unreachable_queue_is_minus_one() -> None:
     scrape = MetricsService(Metrics(QuietPlane()), UnreachableQueue())
     assert queue_depth(await scrape.exposition()) == -1
+
+
+async def test_a_worker_scrape_holds_every_worker_labelled(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, workers=2)
+    assert worker_expositions(settings) is None  # the parent, or a single process
+    scrapes = []
+    for index in (0, 1):
+        expositions = worker_expositions(settings.model_copy(update={"worker_index": index}))
+        assert expositions is not None
+        scrape = MetricsService(Metrics(QuietPlane()), MemoryQueue(), expositions)
+        await expositions.start(scrape.own_exposition)
+        scrapes.append(scrape)
+    try:
+        merged = await scrapes[1].exposition()
+    finally:
+        for scrape in scrapes:
+            assert scrape.workers is not None
+            await scrape.workers.stop()
+    depths = {
+        sample.labels["worker"]
+        for family in text_string_to_metric_families(merged.decode())
+        if family.name == "hybridinfer_task_queue_depth"
+        for sample in family.samples
+    }
+    assert depths == {"0", "1"}

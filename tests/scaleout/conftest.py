@@ -98,7 +98,33 @@ def cluster(tmp_path: Path, models_dir: Path, postgres_url: str) -> Iterator[Lau
         gateway.stop()
 
 
-def _start(tmp_path: Path, models_dir: Path, store_url: str, settings: dict[str, Any]) -> Gateway:
+@pytest.fixture
+def workers(tmp_path: Path, models_dir: Path, postgres_url: str) -> Iterator[Launch]:
+    """``launch(n, **settings)`` starts one ``hybridinfer gateway --workers n`` (a parent and
+    its n worker processes on one port) on a fresh database and Redis prefix; the memory
+    queue, so NATS is not needed. Stopped (SIGTERM to the parent) at the end."""
+    require_service(REDIS_URL, "Redis")
+    started: list[Gateway] = []
+
+    def launch(count: int, **settings: Any) -> list[Gateway]:
+        shared = {"cache_prefix": unique("hi-test:") + ":", "queue": "memory", **settings}
+        gateway = _start(tmp_path, models_dir, postgres_url, shared, ("--workers", str(count)))
+        started.append(gateway)
+        wait_ready(gateway)
+        return [gateway]
+
+    yield launch
+    for gateway in started:
+        gateway.stop()
+
+
+def _start(
+    tmp_path: Path,
+    models_dir: Path,
+    store_url: str,
+    settings: dict[str, Any],
+    arguments: tuple[str, ...] = (),
+) -> Gateway:
     port = free_port()
     config = {
         "data_dir": str(tmp_path / f"gateway-{port}"),
@@ -123,7 +149,10 @@ def _start(tmp_path: Path, models_dir: Path, store_url: str, settings: dict[str,
     log = tmp_path / f"gateway-{port}.log"
     with log.open("wb") as sink:
         process = subprocess.Popen(
-            [*command, "--port", str(port)], env=env, stdout=sink, stderr=subprocess.STDOUT
+            [*command, "--port", str(port), *arguments],
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
         )
     return Gateway(process, f"http://127.0.0.1:{port}", log)
 

@@ -11,6 +11,7 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 import uvicorn
@@ -28,9 +29,17 @@ from hybridinfer.control.localtier import EMBEDDING_MODEL
 from hybridinfer.control.plane import ControlPlane
 from hybridinfer.gateway.app import create_app
 from hybridinfer.models.catalog import versions
+from hybridinfer.observe.workers import exposition_directory, socket_path
 from hybridinfer.server.llmserver import default_specs, llm_extra_installed, start_servers
 from hybridinfer.server.serving import freeze_startup_heap, gateway_server_config
 from hybridinfer.server.supervisor import Supervised
+from hybridinfer.server.workers import (
+    WorkerHeader,
+    WorkerPool,
+    require_shared_state,
+    worker_command,
+    worker_sockets,
+)
 from hybridinfer.settings import Settings, load_settings
 
 
@@ -62,11 +71,13 @@ async def serve_gateway(
     plane = ControlPlane(settings)
     expected = [*own_nodes, *([CLOUD_NODE_ID] if cloud_node is not None else [])]
     plane.services.nodes.expect(expected)
-    app = create_app(plane, on_start=_print_key)
+    app: Any = create_app(plane, on_start=_print_key)
+    if settings.worker_index is not None:
+        app = WorkerHeader(app, settings.worker_index)
     config = gateway_server_config(app, settings, timeout_graceful_shutdown=5)
     server = GracefulServer(config)
     child: Supervised | None = None
-    serving = asyncio.create_task(server.serve())
+    serving = asyncio.create_task(server.serve(sockets=worker_sockets(settings)))
     try:
         # uvicorn exposes readiness only as a flag; poll it briefly.
         while not server.started and not serving.done():  # noqa: ASYNC110
@@ -77,7 +88,8 @@ async def serve_gateway(
                 env = {**os.environ, "HYBRIDINFER_NODE_TOKEN": _secret(settings.node_token)}
                 child = Supervised("cloud node", cloud_node, env)
                 await child.start()
-            await _report_start(plane, serving, settings)
+            if not settings.worker_index:  # of several workers, worker 0 alone reports
+                await _report_start(plane, serving, settings)
         await serving
     finally:
         if child is not None:
@@ -238,9 +250,37 @@ async def serve_with_llms(settings: Settings, cloud_node: list[str]) -> None:
 )
 @click.option("--port", type=int, default=None, help="Gateway port.")
 @LOG_FORMAT
-def gateway(config: Path | None, port: int | None, log_format: str | None) -> None:
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=None,
+    help="Gateway processes on the port (default the `workers` setting, 1); more than 1 "
+    "needs cache: redis and a shared store.",
+)
+@click.option("--worker-index", type=int, default=None, hidden=True)
+def gateway(
+    config: Path | None,
+    port: int | None,
+    log_format: str | None,
+    workers: int | None,
+    worker_index: int | None,
+) -> None:
     """Run the control plane (gateway, router, local tier); nodes register with it."""
     with cli_errors():
-        settings = load_settings(config, port=port, log_format=log_format)
+        settings = load_settings(
+            config, port=port, log_format=log_format, workers=workers, worker_index=worker_index
+        )
+        require_shared_state(settings)
     configure_logging(settings.log_level, settings.log_format)
+    if settings.workers > 1 and settings.worker_index is None:
+        run_async(run_workers(settings, config))
+        return
     run_async(serve_gateway(settings))
+
+
+async def run_workers(settings: Settings, config: Path | None) -> None:
+    """The parent of ``--workers N``: it serves nothing, it keeps N gateways running."""
+    commands = [worker_command(settings, config, index) for index in range(settings.workers)]
+    first_ready = socket_path(exposition_directory(settings.data_dir), 0)
+    click.echo(f"hybridinfer: {settings.workers} workers on port {settings.port}", err=True)
+    await WorkerPool(commands, first_ready).run()

@@ -36,7 +36,7 @@ from hybridinfer.control.localtier import (
     names_check,
     shared_embedder,
 )
-from hybridinfer.control.metrics import MetricsService
+from hybridinfer.control.metrics import MetricsService, worker_expositions
 from hybridinfer.control.nodes import NodeService
 from hybridinfer.control.policycenter import PolicyCenter
 from hybridinfer.control.prober import NodeProber
@@ -332,7 +332,7 @@ class ControlPlane:
             ),
             artifacts=ArtifactService(self.models, settings.artifact_url_ttl_s),
             audit=self.audit,
-            metrics=MetricsService(self.metrics, self.queue),
+            metrics=MetricsService(self.metrics, self.queue, worker_expositions(settings)),
             stats=StatsService(
                 traffic=self.traffic,
                 traces=self.traces,
@@ -375,6 +375,12 @@ class ControlPlane:
         ]
         if not self.store.url.startswith("sqlite"):  # a shared store: other replicas exist
             parts.append(Part("replica sync", start=self.replicas.start, stop=self.replicas.stop))
+        metrics = self.services.metrics
+        if metrics.workers is not None:  # last: its socket tells the parent this one started
+            exposed = metrics.workers
+            parts.append(
+                Part("worker metrics", lambda: exposed.start(metrics.own_exposition), exposed.stop)
+            )
         return parts
 
     async def start(self) -> str | None:

@@ -40,9 +40,16 @@ _OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.
 ProtocolFactory = Callable[[], asyncio.BaseProtocol]
 
 
-def bound_sockets(host: str, port: int, backlog: int) -> list[socket.socket]:
+def bound_sockets(
+    host: str, port: int, backlog: int, *, reuse_port: bool = False, listen: bool = True
+) -> list[socket.socket]:
     """Listening, non-blocking sockets on every address ``host`` resolves to (as asyncio's
-    ``create_server`` binds them: address reuse on, IPv6 sockets IPv6 only)."""
+    ``create_server`` binds them: address reuse on, IPv6 sockets IPv6 only).
+
+    ``reuse_port`` lets several processes bind the same port (``SO_REUSEPORT``): the kernel
+    spreads new connections over their sockets (``--workers``). Without ``listen`` the
+    sockets are bound only: a connection is given to a socket once it listens, which
+    ``Loop.create_server`` does when the server starts."""
     infos = socket.getaddrinfo(
         host, port, family=socket.AF_UNSPEC, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
     )
@@ -54,10 +61,13 @@ def bound_sockets(host: str, port: int, backlog: int) -> list[socket.socket]:
             listening = socket.socket(family, kind, proto)
             sockets.append(listening)
             listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if reuse_port:
+                listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
             if family == socket.AF_INET6:
                 listening.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             listening.bind(address)
-            listening.listen(backlog)
+            if listen:
+                listening.listen(backlog)
             listening.setblocking(False)
     except OSError:
         for listening in sockets:

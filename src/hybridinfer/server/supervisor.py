@@ -86,11 +86,12 @@ class Supervised:
             self.process = await spawn(self._command, env=self._env)
             self.restarts += 1
 
-    async def stop(self) -> None:
+    async def stop(self, grace_s: float = 5.0) -> None:
+        """Stop watching, then SIGTERM the child (SIGKILL after ``grace_s``)."""
         self._stopping = True
         if self._watcher is not None:
             self._watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watcher
         if self.process is not None:
-            await terminate(self.process)
+            await terminate(self.process, grace_s)

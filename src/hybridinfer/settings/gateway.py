@@ -19,9 +19,12 @@ from hybridinfer.settings.change import ChangeSettings
 from hybridinfer.settings.learning import LearningSettings
 from hybridinfer.settings.resilience import ResilienceSettings
 from hybridinfer.settings.secrets import secret_from_file
+from hybridinfer.settings.workers import WorkerSettings
 
 
-class Settings(ResilienceSettings, LearningSettings, ChangeSettings, AnswerSettings):
+class Settings(
+    ResilienceSettings, LearningSettings, ChangeSettings, AnswerSettings, WorkerSettings
+):
     """Everything the control plane (gateway + router + local runtime) is configured by."""
 
     model_config = SettingsConfigDict(env_prefix="HYBRIDINFER_", extra="forbid")
