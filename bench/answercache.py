@@ -267,7 +267,7 @@ def main() -> None:
     path = write_result("answercache", result)
     sep = result["separation"]
     print(f"threshold {sep['threshold']} (cosine alone would need {sep['cosine_only_threshold']})")
-    for name in ("tune", "heldout", "fresh"):
+    for name in ("tune", "heldout", "fresh", "blind"):
         print(f"  {name}: paraphrase hits {sep[name]['paraphrase_hits']:.0%}, false hits "
               f"{sep[name]['false_hits']:.1%} {sep[name]['false_hits_by_kind']}")  # fmt: skip
     for kind, figures in result["latency"].items():

@@ -21,6 +21,10 @@ from hybridinfer.answers.signature import agree, names_of, signature
         ("What are the pros of remote work?", "What are the cons of remote work?"),
         ("How do I install Python?", "How do I uninstall Python?"),
         ("How do I encrypt a file?", "How do I decrypt a file?"),
+        # Lower-case words swapped in order, and a graded form of a marked adjective.
+        ("Convert dollars to euros.", "Convert euros to dollars."),
+        ("Which is the strongest metal?", "Which is the weakest metal?"),
+        ("Who is the youngest player?", "Who is the oldest player?"),
     ],
 )
 def test_near_misses_differ(first: str, second: str) -> None:
@@ -34,6 +38,7 @@ def test_near_misses_differ(first: str, second: str) -> None:
         ("How do I boil an egg?", "What's the way to boil an egg?"),
         ("What is 2 + 2?", "Calculate 2 + 2"),
         ("Explain photosynthesis simply", "Can you explain photosynthesis in simple terms?"),
+        ("How do I convert dollars to euros?", "How can I convert dollars into euros?"),
     ],
 )
 def test_paraphrases_agree(first: str, second: str) -> None:

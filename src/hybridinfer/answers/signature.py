@@ -8,9 +8,9 @@ two prompts' signatures to agree: the same numbers (digits and number words), ne
 operators, names (capitalised words, openers aside) and marked words of opposite pairs, in
 order, and no word of one that is the other's with a reversing prefix. It is a lexical guard,
 not a parser: a paraphrase that renames an entity ("the US" / "America") misses, which costs
-a model call; an attribute swap it has no word for ("deepest" / "largest", "weakest" of
-"weak"), or a lower-case name swapped in order ("dollars to euros"), passes it and leans on
-the threshold alone.
+a model call; so does a paraphrase that reorders the content words both prompts share, which
+is how a swapped pair ("dollars to euros" / "euros to dollars") is told apart. An attribute
+swap it has no word for ("deepest" / "largest") passes it and leans on the threshold alone.
 """
 
 from __future__ import annotations
@@ -52,13 +52,26 @@ _MARKED = (
     "disadvantages risks negative false rarely female south west bottom night winter autumn "
     "antonym minimum min minus exhale exit leave download"
 )
-MARKED = frozenset(_MARKED.split())
+_BASE_MARKED = frozenset(_MARKED.split())
+
+
+def _graded(word: str) -> set[str]:
+    """A marked adjective's comparative and superlative ("weak" → "weaker", "weakest")."""
+    stem = word[:-1] + "i" if word.endswith("y") else word
+    return {stem + "er", stem + "est"} if len(word) <= 7 else set()
+
+
+MARKED = _BASE_MARKED | frozenset(
+    graded for word in _BASE_MARKED if not word.endswith(("er", "est")) for graded in _graded(word)
+)
 CLITIC = re.compile(r"'(?:s|re|ll|d|ve|m)$")
 """The marked member of common opposite pairs ("slower" of faster/slower, "cons" of
 pros/cons): swapping one for its opposite keeps a sentence's embedding and flips its answer,
 so a semantic hit needs the same marked words in the same order. Only the marked member is
 listed: the unmarked one ("fast", "many", "best") is common in paraphrases, and a swap is
 still seen from the marked side."""
+CONTENT_MIN = 3
+"""Shorter words carry no order worth checking ("to", "in")."""
 REVERSAL = ("un", "dis", "de", "non", "anti", "en", "in", "im", "ex")
 """Prefixes that reverse a word ("unzip" / "zip", "include" / "exclude"). Two prompts are
 compared word against word, so "define" clashes only with a prompt that says "fine"."""
@@ -94,6 +107,8 @@ def signature(text: str) -> tuple[str, ...]:
     parts += [f"@{name}" for name in names_of(text)]
     parts += [f"~{word}" for word in words if word in MARKED]
     parts += [f"w:{word}" for word in sorted(set(words))]
+    content = [w for w in words if len(w) >= CONTENT_MIN and w not in OPENERS]
+    parts += [f"s:{word}" for word in dict.fromkeys(content)]
     return tuple(parts)
 
 
@@ -103,13 +118,23 @@ def _roots(word: str) -> set[str]:
     }
 
 
+def _same_order(first: tuple[str, ...], second: tuple[str, ...]) -> bool:
+    """Whether the content words both prompts use come in the same order: "dollars to euros"
+    is not "euros to dollars" (a paraphrase that reorders them misses: a model call, not a
+    wrong answer)."""
+    mine = [p for p in first if p.startswith("s:")]
+    theirs = [p for p in second if p.startswith("s:")]
+    shared = set(mine) & set(theirs)
+    return [p for p in mine if p in shared] == [p for p in theirs if p in shared]
+
+
 def agree(first: tuple[str, ...], second: tuple[str, ...]) -> bool:
     """Whether two prompts' signatures allow one's answer to serve the other: the same
     numbers, negation, operators, names and marked words, and no two different words of the
     two that share a root once a reversing prefix is taken off ("zip" / "unzip",
     "encrypt" / "decrypt")."""
-    strict = [[p for p in side if not p.startswith("w:")] for side in (first, second)]
-    if strict[0] != strict[1]:
+    strict = [[p for p in side if not p.startswith(("w:", "s:"))] for side in (first, second)]
+    if strict[0] != strict[1] or not _same_order(first, second):
         return False
     mine = {p[2:] for p in first if p.startswith("w:")}
     theirs = {p[2:] for p in second if p.startswith("w:")}
