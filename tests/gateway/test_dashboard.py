@@ -225,9 +225,7 @@ def test_a_browser_shows_a_rolled_back_walk_and_a_replay_report_side_by_side(
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, shown))
         panel = browser.find_element(By.CSS_SELECTOR, shown)
         assert panel.text.startswith("deny-ui: rolled_back · step 1 of 2 at 50 %"), panel.text
-        assert cell(panel, '.breach[data-guard="error_rate"]') == (
-            f"breached error_rate: {breach['sentence']}"
-        )
+        assert cell(panel, '.breach[data-guard="error_rate"]') == f"breached {breach['sentence']}"
         for side in ("canary", "baseline"):
             row = panel.find_element(By.CSS_SELECTOR, f'tr[data-step="0"][data-side="{side}"]')
             figures = judged[side]

@@ -46,7 +46,7 @@ function renderWalks(walks) {
       htmlEl("small", { class: "walk-at", text: ` · step ${walk.step + 1} of ${walk.settings.steps.length} at ${fmt(walk.percent, 0)} %` }),
     ];
     for (const breach of (walk.state && walk.state.breach) || []) {
-      children.push(htmlEl("p", { class: "breach error", "data-guard": breach.guard, text: `breached ${breach.guard}: ${breach.sentence}` }));
+      children.push(htmlEl("p", { class: "breach error", "data-guard": breach.guard, text: `breached ${breach.sentence}` }));
     }
     children.push(walkSteps(walk));
     container.append(htmlEl("div", { class: `walk walk-${walk.status}`, "data-walk": walk.version }, children));
@@ -84,7 +84,7 @@ function renderReplay(report) {
   const container = clear(document.getElementById("replay-report"));
   container.append(htmlEl("p", { class: report.passed ? "replay-summary status-ok" : "replay-summary status-error", text: summary }));
   for (const breach of report.breaches) {
-    container.append(htmlEl("p", { class: "breach error", "data-guard": breach.guard, text: `${breach.guard}: ${breach.sentence}` }));
+    container.append(htmlEl("p", { class: "breach error", "data-guard": breach.guard, text: breach.sentence }));
   }
   const tables = htmlEl("div", { class: "replay-grid" }, [replayTable("overall", report.overall)]);
   for (const [name, c] of Object.entries(report.capabilities)) tables.append(replayTable(name, c));
