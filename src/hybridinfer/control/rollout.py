@@ -14,6 +14,10 @@ With ``promote_when``, once both versions have answered ``min_requests`` times t
 decided: the candidate is promoted (all traffic) when it is fast enough and at least as
 confident, else rolled back (no traffic). The decision is stored (``model_rollouts``), read by
 every replica, and audited as ``model.rollout`` by ``system``.
+
+With a ``guard:`` block instead, the rollout is decided on the guard metrics of every
+replica's stored traces (``control/rolloutguard.py``); the decision is stored and audited the
+same way.
 """
 
 from __future__ import annotations
