@@ -64,7 +64,16 @@ def trace(
         "created_at": at,
         "timings_ms": {"total": total_ms},
         "policy_version": policy,
-        "decisions": [{"subtask": "s", "chosen": deployment, "tier": "edge", "candidates": []}],
+        "decisions": [
+            {
+                "subtask": "s",
+                "chosen": deployment,
+                "tier": "edge",
+                "policy_version": policy,
+                "reason": "test",
+                "candidates": [],
+            }
+        ],
         "attempts": [
             {
                 "subtask": "s",
