@@ -1,12 +1,15 @@
 """The /ui dashboard: its shell is public and self-contained, its data needs the admin key,
 and a real browser (Debian's headless chromium) shows a request's decision reason and stage
-timings after a click. Without chromium the browser test skips, except under CI."""
+timings after a click, and a rolled-back policy walk and a replay report with their figures.
+Without chromium the browser tests skip, except under CI."""
 
 from __future__ import annotations
 
 import os
 import re
 import shutil
+import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,7 +39,7 @@ def test_the_page_and_its_files_are_public_and_load_nothing_from_elsewhere(
     for source in sources:
         assert source.startswith("/ui/static/"), source
         assert client.get(source).status_code == 200, source
-    for name in ("dashboard.js", "trace.js", "svg.js", "style.css"):
+    for name in ("dashboard.js", "change.js", "trace.js", "svg.js", "style.css"):
         body = client.get(f"/ui/static/{name}").text
         assert "http://" not in body.replace("http://www.w3.org/2000/svg", "")
         assert "https://" not in body
@@ -161,3 +164,102 @@ def test_a_browser_opens_a_recent_request_and_sees_its_decision_and_timings(
         if os.environ.get("HYBRIDINFER_SAVE_UI_SCREENSHOT"):
             (REPO / "docs" / "img").mkdir(parents=True, exist_ok=True)
             shutil.copy(shot, REPO / "docs" / "img" / "ui.png")
+
+
+DENY_ALL = """\
+version: deny-ui
+rules:
+  - {name: refuse-everything, when: "true", action: deny}
+guard: {steps: [50, 100], dwell_s: 1, min_requests: 3}
+"""
+"""A canary refusing every request: its error rate breaks the guard in its first step."""
+
+
+def walk_to_rollback(api: httpx.Client) -> dict[str, Any]:
+    """Stage and walk the refusing canary under traffic until the walk is decided; the walk."""
+    staged = api.post(
+        "/v1/policies?stage=true", content=DENY_ALL, headers={"Content-Type": "application/yaml"}
+    )
+    assert staged.status_code == 201, staged.text
+    assert api.post("/v1/policies/deny-ui/walk").status_code == 201
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for _ in range(6):  # a fresh routing key each: the canary gets its share
+            api.post("/v1/infer", json=SENTIMENT, headers={"X-Routing-Key": uuid.uuid4().hex})
+        walk: dict[str, Any] = api.get("/v1/policies/deny-ui/walk").json()
+        if walk["status"] in ("rolled_back", "promoted"):
+            return walk
+    pytest.fail("the walk of deny-ui was not decided within 60 s")
+
+
+def cell(element: Any, selector: str) -> str:
+    from selenium.webdriver.common.by import By
+
+    return str(element.find_element(By.CSS_SELECTOR, selector).text)
+
+
+@pytest.mark.integration
+def test_a_browser_shows_a_rolled_back_walk_and_a_replay_report_side_by_side(
+    tmp_path: Path, models_dir: Path, browser: Any
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    with (
+        gateway_process(
+            tmp_path / "gw", models_dir, ADMIN_KEY, log_level="warning", walk_tick_s=0.2
+        ) as (url, _),
+        httpx.Client(base_url=url, headers=auth(), timeout=30) as api,
+    ):
+        walk = walk_to_rollback(api)
+        assert walk["status"] == "rolled_back", walk["state"]
+        (judged,) = walk["state"]["steps"]
+        breach = next(b for b in walk["state"]["breach"] if b["guard"] == "error_rate")
+        report = api.post("/v1/policies/deny-ui/replay", json={"traces": 30}).json()
+        assert report["overall"]["decisions"] > 0, report
+        wait = WebDriverWait(browser, 20)
+        browser.get(f"{url}/ui")
+        browser.find_element(By.ID, "key").send_keys(ADMIN_KEY)
+        browser.find_element(By.CSS_SELECTOR, "#key-form button[type=submit]").click()
+        shown = '#walks .walk[data-walk="deny-ui"]'
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, shown))
+        panel = browser.find_element(By.CSS_SELECTOR, shown)
+        assert panel.text.startswith("deny-ui: rolled_back · step 1 of 2 at 50 %"), panel.text
+        assert cell(panel, '.breach[data-guard="error_rate"]') == f"breached {breach['sentence']}"
+        for side in ("canary", "baseline"):
+            row = panel.find_element(By.CSS_SELECTOR, f'tr[data-step="0"][data-side="{side}"]')
+            figures = judged[side]
+            assert cell(row, '[data-figure="requests"]') == f"{figures['requests']:.0f}"
+            assert cell(row, '[data-figure="error_rate"]') == f"{figures['error_rate']:.4f}"
+            assert cell(row, '[data-figure="cloud_share"]') == f"{figures['cloud_share']:.4f}"
+            p99_shown = float(cell(row, '[data-figure="p99_ms"]'))
+            assert p99_shown == pytest.approx(figures["p99_ms"], abs=0.051)
+        assert judged["canary"]["error_rate"] == 1.0  # every canary request was refused
+
+        browser.find_element(By.ID, "replay-version").send_keys("deny-ui")
+        traces = browser.find_element(By.ID, "replay-traces")
+        traces.clear()
+        traces.send_keys("30")
+        browser.find_element(By.CSS_SELECTOR, "#replay-form button[type=submit]").click()
+        overall = '#replay-report .replay-capability[data-capability="overall"]'
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, overall))
+        summary = cell(browser, "#replay-report .replay-summary")
+        verdict = "passed" if report["passed"] else "would break"
+        assert summary == (
+            f"deny-ui on {report['traces']} traces: {verdict} · "
+            f"{report['privacy_violations']} privacy violations"
+        )
+        blocks = {"overall": report["overall"], **report["capabilities"]}
+        for name, figures in blocks.items():
+            block = browser.find_element(
+                By.CSS_SELECTOR, f'.replay-capability[data-capability="{name}"]'
+            )
+            changed = cell(block, ".replay-changed")
+            assert changed.startswith(f"{figures['changed']} of {figures['decisions']} decisions")
+            assert changed.endswith(f"· {figures['privacy_violations']} privacy violations")
+            for side in ("logged", "predicted"):
+                share = cell(block, f'tr[data-figure="cloud_share"] .{side}')
+                assert share == f"{figures[side]['cloud_share']:.4f}", (name, side)
+        assert report["overall"]["changed"] == report["overall"]["decisions"]  # all refused now
+        page = browser.find_element(By.TAG_NAME, "main").text
+        assert "battery lasts" not in page  # figures only, never a prompt

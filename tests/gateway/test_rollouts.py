@@ -1,6 +1,7 @@
 """A model rollout over real HTTP: version 1 of sentiment-small runs in the gateway, version 2
 on a real `hybridinfer node` process; the policy sends a share of the traffic to version 2,
-``GET /v1/rollouts`` compares both, and the rollout promotes the candidate by itself."""
+``GET /v1/rollouts`` compares both, and the rollout promotes the candidate by itself — by its
+``promote_when`` rule, or by its ``guard:`` block on the figures of the stored traces."""
 
 from __future__ import annotations
 
@@ -89,3 +90,46 @@ def test_a_share_of_traffic_goes_to_version_2_which_is_compared_and_promoted(
     entry = client.get("/v1/audit?action=model.rollout", headers=auth()).json()["entries"][0]
     assert (entry["actor"], entry["target"]) == ("system", "sentiment/sentiment-small:2")
     assert entry["after"]["status"] == "promoted"
+
+
+GUARDED = """\
+version: rollout-guarded
+rollouts:
+  - task: sentiment
+    model: sentiment-small
+    candidate: "2"
+    percent: 30
+    guard: {dwell_s: 600, min_requests: 20, max_p99_ratio: 1000.0, p99_slack_ms: 10000}
+"""
+"""Tolerances wide enough for a node process behind HTTP against the in-process version."""
+
+
+def test_a_guarded_rollout_is_decided_on_the_guard_figures_of_the_stored_traces(
+    client: TestClient, version_2: tuple[str, dict[str, object]]
+) -> None:
+    url, card = version_2
+    _register(client, url, card)
+    applied = client.post("/v1/policies", json={"policy": GUARDED}, headers=auth())
+    assert applied.status_code == 201, applied.text
+    nodes = [_node_of(client, n) for n in range(40)]
+    for n in range(40, 400):  # until the candidate has answered enough to be judged
+        if nodes.count("edge-v2") >= 20:
+            break
+        nodes.append(_node_of(client, n))
+
+    deadline = time.monotonic() + 15
+    rollout = client.get("/v1/rollouts", headers=auth()).json()["rollouts"][0]
+    while rollout["status"] == "running" and time.monotonic() < deadline:
+        time.sleep(0.2)
+        rollout = client.get("/v1/rollouts", headers=auth()).json()["rollouts"][0]
+    assert rollout["status"] == "promoted", rollout
+    assert rollout["guard"]["min_requests"] == 20
+    entry = client.get("/v1/audit?action=model.rollout", headers=auth()).json()["entries"][0]
+    after = entry["after"]
+    assert after["breaches"] == []
+    assert after["candidate"]["requests"] >= 20
+    assert after["baseline"]["requests"] >= 20
+    assert after["candidate"]["requests"] + after["baseline"]["requests"] <= len(nodes)
+    assert after["candidate"]["error_rate"] == 0.0
+    assert after["candidate"]["p99_ms"] > 0.0
+    assert after["candidate"]["cloud_share"] == 0.0

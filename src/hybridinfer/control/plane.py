@@ -45,6 +45,7 @@ from hybridinfer.control.readings import PlaneReadings
 from hybridinfer.control.replay import ReplayService
 from hybridinfer.control.replicas import ReplicaSync
 from hybridinfer.control.rollout import RolloutMonitor
+from hybridinfer.control.rolloutguard import GuardedRollouts
 from hybridinfer.control.rules import RuleService
 from hybridinfer.control.services import GatewayServices
 from hybridinfer.control.stats import StatsService
@@ -153,8 +154,10 @@ class ControlPlane:
             settings.policy_file or default_policy_path(),
             audit=self.audit,
         )
+        # Guarded rollouts read every replica's traces, flushed by the sink built later.
+        guarded = GuardedRollouts(self.store, lambda: self.traces.flush())
         self.rollouts = RolloutMonitor(
-            self.store, self.policies.current, self.audit, registry=self.registry
+            self.store, self.policies.current, self.audit, registry=self.registry, guarded=guarded
         )
         self.decomposer = Decomposer(load_rules(settings.rules_file or default_rules_path()))
         self.learners = Learners(lambda: self.policies.current().policy.learning)

@@ -14,6 +14,10 @@ With ``promote_when``, once both versions have answered ``min_requests`` times t
 decided: the candidate is promoted (all traffic) when it is fast enough and at least as
 confident, else rolled back (no traffic). The decision is stored (``model_rollouts``), read by
 every replica, and audited as ``model.rollout`` by ``system``.
+
+With a ``guard:`` block instead, the rollout is decided on the guard metrics of every
+replica's stored traces (``control/rolloutguard.py``); the decision is stored and audited the
+same way.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from sqlalchemy import insert, select
@@ -35,9 +39,13 @@ from hybridinfer.core import background
 from hybridinfer.core.trace import Trace
 from hybridinfer.errors import StoreConflict, StoreUnavailable
 from hybridinfer.policy.document import CompiledPolicy, ModelRollout, PromoteWhen
+from hybridinfer.policy.guard import Guard
 from hybridinfer.signals.registry import NodeRegistry
 from hybridinfer.store import tables
 from hybridinfer.store.sql import SqlStore, record_of
+
+if TYPE_CHECKING:
+    from hybridinfer.control.rolloutguard import GuardedRollouts
 
 log = logging.getLogger(__name__)
 
@@ -114,8 +122,10 @@ class RolloutMonitor:
         audit: AuditLog | None = None,
         interval_s: float = 2.0,
         registry: NodeRegistry | None = None,
+        guarded: GuardedRollouts | None = None,
     ) -> None:
         self._store = store
+        self._guarded = guarded
         self._policy = policy
         self._audit = audit
         self._registry = registry
@@ -161,6 +171,7 @@ class RolloutMonitor:
                     "promote_when": None
                     if rollout.promote_when is None
                     else rollout.promote_when.model_dump(),
+                    "guard": None if rollout.guard is None else rollout.guard.model_dump(),
                     "baseline": self._figures_of(rollout.id, "baseline").describe(),
                     "candidate_figures": self._figures_of(rollout.id, "candidate").describe(),
                     "deployments": self._deployments(rollout),
@@ -208,6 +219,9 @@ class RolloutMonitor:
             rows = await connection.execute(select(tables.model_rollouts))
             self._decided = {str(row.id): record_of(row) for row in rows}
         for rollout in self._policy().policy.rollouts:
+            if rollout.guard is not None and rollout.id not in self._decided:
+                await self._judge_guarded(rollout, rollout.guard)
+                continue
             if rollout.promote_when is None or rollout.id in self._decided:
                 continue
             baseline = self._figures_of(rollout.id, "baseline")
@@ -215,6 +229,14 @@ class RolloutMonitor:
             status = verdict(rollout.promote_when, baseline, candidate)
             if status is not None:
                 await self._decide(rollout, status, baseline, candidate)
+
+    async def _judge_guarded(self, rollout: ModelRollout, guard: Guard) -> None:
+        """Decide on the guard metrics of every replica's traces (``control/rolloutguard.py``)."""
+        if self._guarded is None:
+            return
+        decided = await self._guarded.judge(rollout, guard, self._policy().version)
+        if decided is not None:
+            await self._store_decision(rollout, decided.status, decided.reason, decided.comparison)
 
     async def _decide(
         self,
@@ -226,6 +248,12 @@ class RolloutMonitor:
         comparison = {"baseline": baseline.describe(), "candidate": candidate.describe()}
         winner = f"version {rollout.candidate}" if status == "promoted" else "the current version"
         reason = f"{winner} wins under promote_when {rollout.promote_when}"
+        await self._store_decision(rollout, status, reason, comparison)
+
+    async def _store_decision(
+        self, rollout: ModelRollout, status: str, reason: str, comparison: dict[str, Any]
+    ) -> None:
+        """Store the decision once for every replica, log it and audit it."""
         row = {
             "id": rollout.id,
             "status": status,

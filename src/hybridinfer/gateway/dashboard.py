@@ -5,7 +5,8 @@ The summary is ``control.stats.StatsService``'s (traffic counts from every finis
 
 The page and its static files are public: they hold no data. The page asks for an API key
 once, keeps it in the tab's ``sessionStorage`` and sends it as a bearer token to the JSON APIs
-(``/v1/stats``, ``/v1/traces``, ``/v1/nodes``), which need the admin scope as always.
+(``/v1/stats``, ``/v1/traces``, ``/v1/nodes``, ``/v1/rollouts``, and the replay POST), which
+need the admin scope as always.
 """
 
 from __future__ import annotations

@@ -117,6 +117,7 @@ class ModelRollout(_Strict):
     promote_when: PromoteWhen | None = Field(
         None, description="decide automatically; without it an operator edits the policy"
     )
+    guard: Guard | None = Field(None, description="decide on the guard metrics of all replicas")
 
     @property
     def id(self) -> str:

@@ -147,6 +147,7 @@ async function refresh() {
     renderNodes(nodes.nodes);
     renderRecent(recent.traces);
     renderRollouts(rollouts.rollouts);
+    renderWalks(rollouts.policy_walks);
     setStatus(`updated ${new Date().toLocaleTimeString()}`);
   } catch (error) {
     setStatus(String(error.message || error));
