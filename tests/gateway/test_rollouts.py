@@ -6,6 +6,7 @@ on a real `hybridinfer node` process; the policy sends a share of the traffic to
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from starlette.testclient import TestClient
 
@@ -69,11 +70,7 @@ def test_a_share_of_traffic_goes_to_version_2_which_is_compared_and_promoted(
             break
         nodes.append(_node_of(client, n))
 
-    deadline = time.monotonic() + 15
-    rollout = client.get("/v1/rollouts", headers=auth()).json()["rollouts"][0]
-    while rollout["status"] == "running" and time.monotonic() < deadline:
-        time.sleep(0.2)
-        rollout = client.get("/v1/rollouts", headers=auth()).json()["rollouts"][0]
+    rollout = _decided(client)
     assert rollout["status"] == "promoted", rollout
     assert rollout["percent"] == 100.0
     for side in ("baseline", "candidate_figures"):
@@ -117,11 +114,7 @@ def test_a_guarded_rollout_is_decided_on_the_guard_figures_of_the_stored_traces(
             break
         nodes.append(_node_of(client, n))
 
-    deadline = time.monotonic() + 15
-    rollout = client.get("/v1/rollouts", headers=auth()).json()["rollouts"][0]
-    while rollout["status"] == "running" and time.monotonic() < deadline:
-        time.sleep(0.2)
-        rollout = client.get("/v1/rollouts", headers=auth()).json()["rollouts"][0]
+    rollout = _decided(client)
     assert rollout["status"] == "promoted", rollout
     assert rollout["guard"]["min_requests"] == 20
     entry = client.get("/v1/audit?action=model.rollout", headers=auth()).json()["entries"][0]
@@ -133,3 +126,13 @@ def test_a_guarded_rollout_is_decided_on_the_guard_figures_of_the_stored_traces(
     assert after["candidate"]["error_rate"] == 0.0
     assert after["candidate"]["p99_ms"] > 0.0
     assert after["candidate"]["cloud_share"] == 0.0
+
+
+def _decided(client: TestClient, timeout_s: float = 15.0) -> dict[str, Any]:
+    """The first rollout once it is no longer running (or as it stands after ``timeout_s``)."""
+    deadline = time.monotonic() + timeout_s
+    rollout: dict[str, Any] = client.get("/v1/rollouts", headers=auth()).json()["rollouts"][0]
+    while rollout["status"] == "running" and time.monotonic() < deadline:
+        time.sleep(0.2)
+        rollout = client.get("/v1/rollouts", headers=auth()).json()["rollouts"][0]
+    return rollout
