@@ -57,7 +57,10 @@ def may_leave(client: httpx.Client, text: str) -> bool:
 
 
 @pytest.fixture
-def up(tmp_path: Path, models_dir: Path) -> Iterator[Running]:
+def up(tmp_path: Path, models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Running]:
+    # A hedge that wins the race leaves no local confidence in the log (replay then cannot
+    # know whether the new target escalates) and moves the live share with the host's load.
+    monkeypatch.setenv("HYBRIDINFER_HEDGE_LATENCY_SENSITIVE", "false")
     running = start_patiently(tmp_path / "data", models_dir)
     yield running
     stop(running)

@@ -48,3 +48,20 @@ def test_open_seconds_are_bounded_when_the_store_is_away() -> None:
         clock.now += 1.0
     assert len(book.drain()) == 3
     assert book.dropped == 2
+
+
+async def test_a_replay_sees_the_open_second_and_its_later_decisions_are_kept(
+    store: SqlStore,
+) -> None:
+    """A replay right after the last request (same second) finds its snapshot; decisions
+    later in that second still reach the store when it closes (the row is rewritten)."""
+    clock = Clock()
+    book = SignalSnapshots(clock=clock)
+    ref = book.note("a", lambda: {"rtt_ms": 1.0})
+    assert book.drain() == []
+    await save_snapshots(store, book.drain(open_too=True))
+    assert await load_snapshots(store, {ref}) == {ref: {"a": {"rtt_ms": 1.0}}}
+    assert book.note("b", lambda: {"rtt_ms": 2.0}) == ref  # the second is still open
+    clock.now += 1.0
+    await save_snapshots(store, book.drain())
+    assert await load_snapshots(store, {ref}) == {ref: {"a": {"rtt_ms": 1.0}, "b": {"rtt_ms": 2.0}}}

@@ -348,7 +348,11 @@ class ControlPlane:
                 self.traces, self.learner_log, lambda: self.policies.current().policy.learning
             ),
             learners=LearnerService(self.learners, self.learner_log, self.audit),
-            replay=ReplayService(self.store, self.policies.load_version, self.traces.flush),
+            replay=ReplayService(
+                self.store,
+                self.policies.load_version,
+                lambda: self.traces.flush(open_snapshots=True),
+            ),
             walks=self.walks,
             answers=answers,
         )

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
-from sqlalchemy import insert, select
+from sqlalchemy import delete, insert, select
 
 from hybridinfer.store import tables
 from hybridinfer.store.sql import SqlStore
@@ -45,11 +45,18 @@ class SignalSnapshots:
             entry[key] = compute()
         return f"{second}-{self._token}"
 
-    def drain(self, everything: bool = False) -> list[tuple[str, int, Body]]:
-        """Closed seconds (all of them with ``everything``), taken out for writing."""
+    def drain(
+        self, everything: bool = False, open_too: bool = False
+    ) -> list[tuple[str, int, Body]]:
+        """Closed seconds (all of them with ``everything``), taken out for writing; with
+        ``open_too`` a copy of the still-open second as well, kept open for later decisions
+        (a replay must see the second it runs in; the row is rewritten when it closes)."""
         now = int(self._clock())
         closed = [second for second in self._open if everything or second < now]
-        return [(f"{s}-{self._token}", s, self._open.pop(s)) for s in closed]
+        rows = [(f"{s}-{self._token}", s, self._open.pop(s)) for s in closed]
+        if open_too:
+            rows += [(f"{s}-{self._token}", s, dict(body)) for s, body in self._open.items()]
+        return rows
 
     def put_back(self, rows: Iterable[tuple[str, int, Body]]) -> None:
         """Rows a failed write took out: kept for the next try."""
@@ -58,15 +65,18 @@ class SignalSnapshots:
 
 
 async def save_snapshots(store: SqlStore, rows: list[tuple[str, int, Body]]) -> None:
-    """Write drained snapshots in one transaction."""
+    """Write drained snapshots in one transaction, replacing a row written while its second
+    was still open (only this replica writes its own references)."""
     if not rows:
         return
+    table = tables.signal_snapshots
     values = [
         {"ref": ref, "at": float(second), "body": orjson.dumps(body).decode()}
         for ref, second, body in rows
     ]
     async with store.transaction() as connection:
-        await connection.execute(insert(tables.signal_snapshots), values)
+        await connection.execute(delete(table).where(table.c.ref.in_([v["ref"] for v in values])))
+        await connection.execute(insert(table), values)
 
 
 async def load_snapshots(store: SqlStore, refs: set[str]) -> dict[str, Body]:

@@ -94,11 +94,13 @@ class TraceSink:
         with contextlib.suppress(StoreUnavailable):
             await self.flush(everything=True)
 
-    async def flush(self, everything: bool = False) -> None:
-        """Write everything pending; on failure keep it for the next try."""
+    async def flush(self, everything: bool = False, open_snapshots: bool = False) -> None:
+        """Write everything pending; on failure keep it for the next try. With
+        ``open_snapshots`` the signal snapshot of the second still open is written too (a
+        replay reads the traces just written, whose decisions may point at it)."""
         async with self._flushing:
             if self.snapshots is not None:
-                rows = self.snapshots.drain(everything)
+                rows = self.snapshots.drain(everything, open_too=open_snapshots)
                 try:
                     await save_snapshots(self._store, rows)
                 except StoreUnavailable:
