@@ -66,6 +66,7 @@ class ReplayRouter(Router):
 
     def __init__(self, policy: CompiledPolicy) -> None:
         super().__init__(NodeRegistry(), Signals(), lambda: policy)
+        self.explains = False
 
     def _options_for(
         self, subtask: Subtask, context: RouteContext

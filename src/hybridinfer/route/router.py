@@ -140,6 +140,8 @@ class Router:
         self._learners = learners
         self.snapshots: SignalSnapshots | None = None
         """Where decisions note the signals of their second, for replay (None: not kept)."""
+        self.explains = True
+        """Whether decisions carry their sentence (a replay reads outcomes, not reasons)."""
 
     def context(
         self,
@@ -217,8 +219,10 @@ class Router:
             learned = consult(self._learners, subtask, context, policy, rule, ranked)
             ranked, cascade = moved(learned, ranked, cascade)
         chosen, fallbacks = ranked[0], ranked[1:]
-        reason = explain(subtask, options, ranked, candidates, cascade, rule, verdict)
-        reason = reason if learned is None else learned.prefixed(reason)
+        reason = ""
+        if self.explains:
+            reason = explain(subtask, options, ranked, candidates, cascade, rule, verdict)
+            reason = reason if learned is None else learned.prefixed(reason)
         return Decision(
             subtask_id=subtask.id,
             chosen=chosen,
