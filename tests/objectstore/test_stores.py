@@ -6,12 +6,14 @@ import asyncio
 import hashlib
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 
 from hybridinfer.errors import InvalidInput, NotFound
 from hybridinfer.models.store import ModelStore
 from hybridinfer.objectstore.base import ObjectStore
+from hybridinfer.objectstore.filesystem import FilesystemStore
 
 pytestmark = pytest.mark.integration
 
@@ -74,3 +76,11 @@ async def test_model_store_keeps_the_last_versions_with_checksums(
 async def test_a_version_without_its_manifest_is_not_offered(object_store: ObjectStore) -> None:
     await object_store.put("models/m/5/model.onnx", b"half an upload")
     assert await ModelStore(object_store).versions("m") == []
+
+
+def test_a_signed_url_whose_expiry_is_not_ascii_digits_is_refused(tmp_path: Path) -> None:
+    """'¹' passes str.isdigit() but not int(): refused, never an exception."""
+    store = FilesystemStore(tmp_path, b"k" * 32, "http://127.0.0.1:1")
+    signature = store.signature("a/b", 4_102_444_800)
+    assert store.verify("a/b", "4102444800", signature)
+    assert not store.verify("a/b", "¹", signature)

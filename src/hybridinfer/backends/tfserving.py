@@ -63,7 +63,11 @@ class TFServingBackend(V2Backend):
     ) -> dict[str, Any]:
         arrays = codec.encode(deployment, inputs)
         body = orjson.dumps({"instances": instances(arrays)})
-        version = f"/versions/{deployment.version}" if deployment.version.isdigit() else ""
+        version = (
+            f"/versions/{deployment.version}"
+            if deployment.version.isascii() and deployment.version.isdigit()
+            else ""
+        )
         url = f"{node.url}/v1/models/{deployment.model}{version}:predict"
         outputs = predictions(deployment, await self._post(url, body, timeout_s, deployment.model))
         if "probabilities" not in outputs and deployment.outputs:

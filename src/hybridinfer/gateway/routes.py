@@ -89,7 +89,7 @@ async def get_trace(request: Request) -> Response:
 def limit_of(request: Request, default: int = 50) -> int:
     """The ``limit`` query parameter of a listing: a whole number from 1 to 1000."""
     limit_text = request.query_params.get("limit", str(default))
-    if not limit_text.isdigit() or not 1 <= int(limit_text) <= 1000:
+    if not (limit_text.isascii() and limit_text.isdigit()) or not 1 <= int(limit_text) <= 1000:
         raise InvalidInput("limit must be a whole number from 1 to 1000")
     return int(limit_text)
 

@@ -20,7 +20,9 @@ def file_sha256(path: Path) -> str:
 
 def version_order(version: str) -> tuple[int, str]:
     """Sort key: numeric versions by value (``10`` after ``9``), others alphabetically."""
-    return (len(version), version) if version.isdigit() else (1 << 30, version)
+    return (
+        (len(version), version) if version.isascii() and version.isdigit() else (1 << 30, version)
+    )
 
 
 class Manifest(BaseModel):

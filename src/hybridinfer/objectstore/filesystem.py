@@ -80,7 +80,7 @@ class FilesystemStore(ObjectStore):
 
     def verify(self, key: str, expires: str, signature: str) -> bool:
         """Whether a signed URL's parts are genuine and not expired."""
-        if not expires.isdigit() or int(expires) < time.time():
+        if not (expires.isascii() and expires.isdigit()) or int(expires) < time.time():
             return False
         return hmac.compare_digest(self.signature(key, int(expires)), signature)
 

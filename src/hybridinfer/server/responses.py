@@ -48,7 +48,12 @@ def valid_request_id(value: str | None) -> bool:
 async def read_body(request: Request, max_bytes: int) -> bytes:
     """The raw body; 413 as soon as it grows past ``max_bytes``."""
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+    if (
+        declared is not None
+        and declared.isascii()
+        and declared.isdigit()
+        and int(declared) > max_bytes
+    ):
         raise PayloadTooLarge(f"body is larger than {max_bytes} bytes")
     chunks: list[bytes] = []
     size = 0

@@ -27,7 +27,7 @@ def split_body(body: bytes, header_length: str | None) -> tuple[bytes, memoryvie
     """The JSON header and the binary part of a body (all JSON without the header)."""
     if header_length is None:
         return body, memoryview(b"")
-    if not header_length.isdigit() or int(header_length) > len(body):
+    if not (header_length.isascii() and header_length.isdigit()) or int(header_length) > len(body):
         raise InvalidInput(f"{HEADER} {header_length!r} does not fit a {len(body)}-byte body")
     cut = int(header_length)
     return body[:cut], memoryview(body)[cut:]
