@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import orjson
+import pytest
 from starlette.types import Message, Receive, Scope, Send
 
+from hybridinfer.server import shedding
 from hybridinfer.server.shedding import GatewayLoad, LoadShedder
 
 
@@ -130,3 +133,26 @@ async def test_a_request_that_would_wait_past_max_wait_is_refused_at_once() -> N
     assert await asyncio.gather(running, waiting) == [200, 200]
     assert load.service_s is not None
     assert load.service_s < 0.3
+
+
+async def test_refusals_are_logged_once_a_second_with_their_count(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = Blocking()
+    load = GatewayLoad(max_in_flight=1, max_queued=0)
+    shedder = LoadShedder(app, load)
+    running = asyncio.create_task(call(shedder, http()))
+    await asyncio.sleep(0)
+    with caplog.at_level(logging.INFO, logger="hybridinfer.access"):
+        for _ in range(3):
+            await refusal(shedder, http())
+        lines = [r for r in caplog.records if r.name == "hybridinfer.access"]
+        assert [getattr(r, "refused", None) for r in lines] == [1]  # the first, at once
+        monkeypatch.setattr(shedding, "LOG_EVERY_S", 0.0)
+        await refusal(shedder, http())
+        lines = [r for r in caplog.records if r.name == "hybridinfer.access"]
+        assert [getattr(r, "refused", None) for r in lines] == [1, 3]  # the two held back too
+        assert all(getattr(r, "status", None) == 503 for r in lines)
+    assert load.shed == 4
+    app.release.set()
+    assert await running == 200

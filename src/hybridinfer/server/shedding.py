@@ -12,8 +12,8 @@ The shedder is the outermost layer of the gateway, before the request id, the ac
 the error envelope: a refusal must cost a small fraction of an answer, or a gateway past its
 peak spends its CPU refusing. It renders the same answer those layers would (the envelope, the
 caller's ``X-Request-ID`` echoed or a new one, ``Retry-After``) from pre-encoded headers, and
-refusals are logged as one ``hybridinfer.access`` line per second with their count, not one
-each (``hybridinfer_overloaded_total{where="gateway"}`` counts every one). Health,
+refusals are logged as one ``hybridinfer.access`` line per second at most with their count,
+not one each (``hybridinfer_overloaded_total{where="gateway"}`` counts every one). Health,
 metrics, node registration and heartbeats, and the admin API are never shed: under overload
 the gateway must still see its nodes and answer its probes.
 """
@@ -115,7 +115,7 @@ class LoadShedder:
         self.app = app
         self._load = load
         self._unlogged = 0
-        self._logged_at = time.monotonic()
+        self._logged_at = float("-inf")  # the first refusal is logged at once
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if not (
@@ -163,12 +163,11 @@ class LoadShedder:
         now = time.monotonic()
         if now - self._logged_at >= LOG_EVERY_S:
             access_log.info(
-                "%s %s %d (%d refused in %.1f s)",
+                "%s %s %d (%d refused since the last such line)",
                 scope["method"],
                 scope["path"],
                 503,
                 self._unlogged,
-                now - self._logged_at,
                 extra={"status": 503, "refused": self._unlogged},
             )
             self._unlogged, self._logged_at = 0, now
