@@ -21,6 +21,7 @@ from bench.report_gateway import (
     metrics_section,
     profile_section,
 )
+from bench.report_hotpath import decision_section, shed_section
 
 DOCUMENT = REPO / "docs" / "benchmarks.md"
 
@@ -164,6 +165,8 @@ SECTIONS: list[tuple[str, str, Callable[[dict[str, Any]], Lines], str]] = [
     ("profile_gateway", "1a. Where the gateway's CPU goes", profile_section, ""),
     ("local_overhead", "1b. Local model path overhead", local_section, ""),
     ("metrics_cost", "1c. Cost of the request metrics", metrics_section, ""),
+    ("decision", "1d. Routing decision time per subtask", decision_section, ""),
+    ("shed_cost", "1e. What a refusal costs", shed_section, ""),
     ("routing", "2. Routing quality: MMLU deferral curves", routing_section, "deferral curves"),
     ("cascade", "2b. Confidence cascades", cascade_section, "cascade curves"),
     ("node_throughput", "3. Node throughput vs batch size", throughput_section, "throughput"),

@@ -72,6 +72,20 @@ SECTIONS = (
         "metrics_cost.json",
         480,
     ),
+    Section(
+        "decision",
+        "Routing decision time, snapshot off and on",
+        ("-m", "bench.decision"),
+        "decision.json",
+        180,
+    ),
+    Section(
+        "shed_cost",
+        "CPU of a refusal vs an answer",
+        ("-m", "bench.shed_cost"),
+        "shed_cost.json",
+        300,
+    ),
     Section("routing", "MMLU deferral curves", ("-m", "bench.routing"), "routing.json", 420),
     Section(
         "cascade", "Sentiment and digits cascades", ("-m", "bench.cascade"), "cascade.json", 180

@@ -100,6 +100,8 @@ def test_past_the_gateway_bounds_requests_get_503_with_retry_after(
         if response.status_code == 503:
             assert response.headers["retry-after"] == "3"
             assert response.json()["error"]["code"] == "overloaded"
+            # Refused by the outermost layer, with the envelope and the id as every answer.
+            assert response.json()["error"]["request_id"] == response.headers["x-request-id"]
     with running.client() as client:  # health and node views are never shed
         assert client.get("/readyz").status_code == 200
         metrics = client.get("/metrics").text

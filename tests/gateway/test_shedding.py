@@ -1,14 +1,17 @@
-"""Load shedding's bounds on a fake app (the real gateway's 503s: tests/e2e/test_resilience.py)."""
+"""Load shedding's bounds on a fake app, and the 503 it renders itself as the outermost layer
+(the real gateway's 503s: tests/e2e/test_resilience.py)."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
+import orjson
 import pytest
 from starlette.types import Message, Receive, Scope, Send
 
-from hybridinfer.errors import Overloaded
+from hybridinfer.server import shedding
 from hybridinfer.server.shedding import GatewayLoad, LoadShedder
 
 
@@ -26,11 +29,14 @@ class Blocking:
         await send({"type": "http.response.body", "body": b"ok"})
 
 
-def http(path: str = "/v1/infer", method: str = "POST") -> dict[str, Any]:
-    return {"type": "http", "method": method, "path": path, "headers": []}
+def http(
+    path: str = "/v1/infer", method: str = "POST", request_id: str | None = None
+) -> dict[str, Any]:
+    headers = [] if request_id is None else [(b"x-request-id", request_id.encode())]
+    return {"type": "http", "method": method, "path": path, "headers": headers}
 
 
-async def call(shedder: LoadShedder, scope: dict[str, Any]) -> int:
+async def answer(shedder: LoadShedder, scope: dict[str, Any]) -> list[Message]:
     sent: list[Message] = []
 
     async def receive() -> Message:
@@ -40,7 +46,24 @@ async def call(shedder: LoadShedder, scope: dict[str, Any]) -> int:
         sent.append(message)
 
     await shedder(scope, receive, send)
-    return int(sent[0]["status"])
+    return sent
+
+
+async def call(shedder: LoadShedder, scope: dict[str, Any]) -> int:
+    return int((await answer(shedder, scope))[0]["status"])
+
+
+async def refusal(shedder: LoadShedder, scope: dict[str, Any]) -> tuple[dict[bytes, bytes], Any]:
+    """The headers and JSON error of a refusal (it must be one: 503 overloaded)."""
+    start, body = await answer(shedder, scope)
+    assert start["status"] == 503
+    headers = dict(start["headers"])
+    assert headers[b"content-type"] == b"application/json"
+    assert int(headers[b"content-length"]) == len(body["body"])
+    error = orjson.loads(body["body"])["error"]
+    assert error["code"] == "overloaded"
+    assert error["request_id"] == headers[b"x-request-id"].decode()
+    return headers, error
 
 
 async def test_past_running_and_waiting_bounds_requests_are_shed() -> None:
@@ -50,13 +73,15 @@ async def test_past_running_and_waiting_bounds_requests_are_shed() -> None:
     admitted = [asyncio.create_task(call(shedder, http())) for _ in range(5)]
     await asyncio.sleep(0.01)
     assert (load.in_flight, load.queued, app.started) == (2, 3, 2)
-    with pytest.raises(Overloaded) as shed:
-        await call(shedder, http())
-    assert shed.value.status_code == 503
-    assert shed.value.headers() == {"Retry-After": "2"}
+    headers, error = await refusal(shedder, http(request_id="caller-7"))
+    assert headers[b"retry-after"] == b"2"
+    assert headers[b"x-request-id"] == b"caller-7"  # the caller's, echoed
+    assert "3 requests are already waiting" in error["message"]
+    anonymous, _ = await refusal(shedder, http(request_id="bad id with spaces"))
+    assert len(anonymous[b"x-request-id"]) == 32  # a malformed one is replaced
     app.release.set()
     assert await asyncio.gather(*admitted) == [200] * 5
-    assert (load.in_flight, load.queued, load.shed) == (0, 0, 1)
+    assert (load.in_flight, load.queued, load.shed) == (0, 0, 2)
 
 
 async def test_a_request_waits_at_most_max_wait() -> None:
@@ -65,8 +90,8 @@ async def test_a_request_waits_at_most_max_wait() -> None:
     shedder = LoadShedder(app, load)
     running = asyncio.create_task(call(shedder, http()))
     await asyncio.sleep(0)
-    with pytest.raises(Overloaded, match=r"within 0\.05 s"):
-        await call(shedder, http())
+    _, error = await refusal(shedder, http())
+    assert "within 0.05 s" in error["message"]
     assert load.queued == 0
     app.release.set()
     assert await running == 200
@@ -102,9 +127,32 @@ async def test_a_request_that_would_wait_past_max_wait_is_refused_at_once() -> N
     waiting = asyncio.create_task(call(shedder, http()))
     await asyncio.sleep(0)
     assert load.queued == 1
-    with pytest.raises(Overloaded, match=r"expected in 0\.6 s"):
-        await call(shedder, http())
+    _, error = await refusal(shedder, http())
+    assert "expected in 0.6 s" in error["message"]
     app.release.set()
     assert await asyncio.gather(running, waiting) == [200, 200]
     assert load.service_s is not None
     assert load.service_s < 0.3
+
+
+async def test_refusals_are_logged_once_a_second_with_their_count(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = Blocking()
+    load = GatewayLoad(max_in_flight=1, max_queued=0)
+    shedder = LoadShedder(app, load)
+    running = asyncio.create_task(call(shedder, http()))
+    await asyncio.sleep(0)
+    with caplog.at_level(logging.INFO, logger="hybridinfer.access"):
+        for _ in range(3):
+            await refusal(shedder, http())
+        lines = [r for r in caplog.records if r.name == "hybridinfer.access"]
+        assert [getattr(r, "refused", None) for r in lines] == [1]  # the first, at once
+        monkeypatch.setattr(shedding, "LOG_EVERY_S", 0.0)
+        await refusal(shedder, http())
+        lines = [r for r in caplog.records if r.name == "hybridinfer.access"]
+        assert [getattr(r, "refused", None) for r in lines] == [1, 3]  # the two held back too
+        assert all(getattr(r, "status", None) == 503 for r in lines)
+    assert load.shed == 4
+    app.release.set()
+    assert await running == 200

@@ -187,7 +187,7 @@ class NodeProber:
                 self._breakers.on_probe(d.id for d in node.deployments)
         elif node.status is not NodeStatus.DOWN:
             log.warning("node %s stopped answering its health probe; marked down", node.id)
-            node.status = NodeStatus.DOWN
+            self._registry.mark_down(node)
 
     def _crossed_outage(self, node: Node, since: float) -> bool:
         """Whether the node's path was found dead while a probe was out (a call into a cut

@@ -108,14 +108,15 @@ def create_app(
 
 
 def _middleware(plane: ControlPlane) -> list[Middleware]:
-    """Outermost first: request id, access log and the error envelope wrap everything; load
-    shedding refuses before a body is read or a key checked; then the body timeout, auth,
-    and the caller's rate limit."""
+    """Outermost first: load shedding refuses before anything else runs (a body read, a key
+    checked, a log line: ``server/shedding.py`` renders its own 503); then request id, access
+    log and the error envelope wrap the rest; then the body timeout, auth, and the caller's
+    rate limit."""
     return [
+        Middleware(LoadShedder, load=plane.gateway_load),
         Middleware(RequestIdMiddleware),
         Middleware(AccessLogMiddleware),
         Middleware(ErrorMiddleware),
-        Middleware(LoadShedder, load=plane.gateway_load),
         Middleware(BodyTimeoutMiddleware, timeout_s=plane.settings.body_timeout_s),
         Middleware(AuthMiddleware, keys=plane.keys),
         Middleware(RateLimitMiddleware, limiter=plane.rate_limiter),

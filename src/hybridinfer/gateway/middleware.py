@@ -49,7 +49,7 @@ class RequestIdMiddleware:
         request_id = given if given is not None and valid_request_id(given) else uuid.uuid4().hex
         state = scope.setdefault("state", {})
         state["request_id"] = request_id
-        state["started"] = started
+        state.setdefault("started", started)  # the shedder's, when it ran first
         encoded = request_id.encode()
 
         async def send_with_id(message: Message) -> None:

@@ -62,21 +62,21 @@ class RouteContext:
         tiers = self.tier_cache.get(key)
         if tiers is None:
             tiers = self.tier_cache[key] = tier_signals(nodes, signals)
+        return {**self.signals, **tiers, "subtask": self.subtask_signals(subtask)}
+
+    def subtask_signals(self, subtask: Subtask) -> dict[str, Any]:
+        """The ``subtask`` map of the conditions."""
         return {
-            **self.signals,
-            **tiers,
-            "subtask": {
-                "id": subtask.id,
-                "capability": subtask.capability,
-                "task": subtask.task or "",
-                "privacy": subtask.privacy.value,
-                "size": subtask.size,
-                "complexity": subtask.complexity,
-                "difficulty": -1.0 if subtask.difficulty is None else subtask.difficulty,
-                "priority": subtask.priority,
-                "latency_sensitive": subtask.latency_sensitive
-                or self.options.max_latency_ms is not None,
-            },
+            "id": subtask.id,
+            "capability": subtask.capability,
+            "task": subtask.task or "",
+            "privacy": subtask.privacy.value,
+            "size": subtask.size,
+            "complexity": subtask.complexity,
+            "difficulty": -1.0 if subtask.difficulty is None else subtask.difficulty,
+            "priority": subtask.priority,
+            "latency_sensitive": subtask.latency_sensitive
+            or self.options.max_latency_ms is not None,
         }
 
 

@@ -7,6 +7,8 @@ is a 404; a model whose every deployment was filtered out fails with that filter
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hybridinfer.core.decision import Candidate, Decision
 from hybridinfer.errors import NoCapacity, PayloadTooLarge, PrivacyViolation, UnknownModel
 
@@ -21,17 +23,21 @@ def pin(decision: Decision, model: str | None) -> Decision:
     usable = [c for c in [decision.chosen, *decision.fallbacks] if c.deployment.model == model]
     if not usable:
         raise _refusal(model, named)
-    for candidate in decision.candidates:
-        if candidate.deployment.model != model and candidate.rejected_by is None:
-            candidate.rejected_by = "model"
-            candidate.detail = f"the request pins model {model}"
+    # The decision's candidates may be shared with other decisions (``route/snapshot.py``):
+    # the ones the pin rejects are copies.
+    candidates = [
+        replace(candidate, rejected_by="model", detail=f"the request pins model {model}")
+        if candidate.deployment.model != model and candidate.rejected_by is None
+        else candidate
+        for candidate in decision.candidates
+    ]
     chosen = usable[0]
     where = f"{model} on {chosen.node.id} ({chosen.node.tier.value})"
     return Decision(
         subtask_id=decision.subtask_id,
         chosen=chosen,
         fallbacks=usable[1:],
-        candidates=decision.candidates,
+        candidates=candidates,
         reason=f"Pinned by the request to {where}; {len(usable) - 1} fallback(s).",
         policy_version=decision.policy_version,
         cascade=None,

@@ -30,6 +30,7 @@ from hybridinfer.errors import HybridInferError
 from hybridinfer.policy.document import CompiledPolicy
 from hybridinfer.route.context import RouteContext, RouteOptions
 from hybridinfer.route.router import Router
+from hybridinfer.route.snapshot import Shared, shared_of
 from hybridinfer.signals.budget import BudgetState
 from hybridinfer.signals.ewma import Signals
 from hybridinfer.signals.registry import NodeRegistry
@@ -68,10 +69,14 @@ class ReplayRouter(Router):
         super().__init__(NodeRegistry(), Signals(), lambda: policy)
         self.explains = False
 
-    def _options_for(
-        self, subtask: Subtask, context: RouteContext
-    ) -> list[tuple[Node, Deployment, float]]:
-        return context.options_cache[(subtask.capability, subtask.task)]
+    def _shared(self, subtask: Subtask, context: RouteContext) -> Shared:
+        """The logged candidates and maps, for this decision alone."""
+        key = (subtask.capability, subtask.task)
+        shared = shared_of(context.options_cache[key], self._breakers, self._signals, keep=False)
+        logged = context.tier_cache.get(key)
+        if logged is not None:
+            shared.tiers = logged
+        return shared
 
 
 def _subtask(labels: Mapping[str, Any]) -> Subtask:

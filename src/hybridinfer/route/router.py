@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hybridinfer.core.decision import Candidate, Cascade, Decision
+from hybridinfer.core.decision import Candidate, Cascade, Decision, Verdict
 from hybridinfer.core.plan import Privacy, Subtask
-from hybridinfer.core.topology import Deployment, Node, NodeStatus, Zone
+from hybridinfer.core.topology import Zone
 from hybridinfer.errors import (
     BudgetExhausted,
     NoCapacity,
@@ -18,10 +18,17 @@ from hybridinfer.errors import (
 from hybridinfer.learning.engine import Learners
 from hybridinfer.policy.document import CompiledPolicy, CompiledRule, ModelRollout, Weights
 from hybridinfer.policy.expressions import Prepared
-from hybridinfer.route.context import RouteContext, RouteOptions, tier_signals
+from hybridinfer.route.context import RouteContext, RouteOptions
 from hybridinfer.route.learning import consult, moved
 from hybridinfer.route.reasons import explain
 from hybridinfer.route.rolloutsplit import keep_side
+from hybridinfer.route.snapshot import (
+    DecisionSnapshots,
+    Outcome,
+    Shared,
+    outcome_key,
+    rule_key,
+)
 from hybridinfer.signals.breaker import Breakers
 from hybridinfer.signals.budget import Ledger, MemoryLedger
 from hybridinfer.signals.ewma import Signals
@@ -41,7 +48,11 @@ RETRY_AFTER_S = 1.0
 
 
 def _filter(
-    subtask: Subtask, context: RouteContext, policy: CompiledPolicy, candidate: Candidate
+    subtask: Subtask,
+    context: RouteContext,
+    policy: CompiledPolicy,
+    candidate: Candidate,
+    health: tuple[str, str] | None,
 ) -> None:
     node, deployment = candidate.node, candidate.deployment
     route = context.options.route
@@ -55,9 +66,8 @@ def _filter(
     elif route != "auto" and node.tier != route:
         candidate.rejected_by = "route"
         candidate.detail = f"options.route is {route}"
-    elif node.status is not NodeStatus.READY:
-        candidate.rejected_by = "health"
-        candidate.detail = f"node {node.id} is {node.status.value}"
+    elif health is not None:
+        candidate.rejected_by, candidate.detail = health
     elif subtask.size > deployment.max_input:
         candidate.rejected_by = "input_limit"
         candidate.detail = f"input size {subtask.size} > limit {deployment.max_input}"
@@ -106,6 +116,21 @@ def _tie_break(candidate: Candidate) -> tuple[float, float]:
     return candidate.expected_latency_ms, candidate.deployment.cost_per_call
 
 
+def _eject_outliers(candidates: list[Candidate], ejected: list[bool]) -> None:
+    """Reject the ejected outliers among the candidates left, unless none would be left:
+    ejection moves work, it never refuses it (Envoy's panic threshold)."""
+    alive = [c for c in candidates if c.rejected_by is None]
+    out = [c for c, flag in zip(candidates, ejected, strict=True) if flag and c.rejected_by is None]
+    if len(out) == len(alive):
+        return
+    for candidate in out:
+        candidate.rejected_by = "ejected"
+        candidate.detail = (
+            f"{candidate.deployment.id} ejected as an outlier against its own record "
+            "(recent failures or latency)"
+        )
+
+
 def _prefers(action: str, candidate: Candidate) -> bool:
     if action == "private":
         return candidate.node.zone is Zone.PRIVATE
@@ -138,6 +163,8 @@ class Router:
         self.ledger = ledger or MemoryLedger()
         self._breakers = breakers or Breakers()
         self._learners = learners
+        self.decisions = DecisionSnapshots(registry, signals, self._breakers)
+        """What decisions share for a few milliseconds (``route/snapshot.py``)."""
         self.snapshots: SignalSnapshots | None = None
         """Where decisions note the signals of their second, for replay (None: not kept)."""
         self.explains = True
@@ -167,26 +194,71 @@ class Router:
         )
 
     def decide(self, subtask: Subtask, context: RouteContext) -> Decision:
-        """One decision; raises PrivacyViolation, PolicyDenied, BudgetExhausted or NoCapacity."""
+        """One decision; raises PrivacyViolation, PolicyDenied, BudgetExhausted or NoCapacity.
+
+        What does not depend on the request is read from the shared snapshot
+        (``route/snapshot.py``); an outcome already reached from the same facts for the same
+        request shape under the same policy version is taken from it as it is."""
         policy = context.policy or self._policy()
         options = context.options
-        candidates = [
-            Candidate(deployment=deployment, node=node, expected_latency_ms=latency)
-            for node, deployment, latency in self._options_for(subtask, context)
-        ]
-        for candidate in candidates:
-            _filter(subtask, context, policy, candidate)
-            if candidate.rejected_by is None and not self._breakers.allows(candidate.deployment.id):
-                candidate.rejected_by = "breaker"
-                candidate.detail = (
-                    f"circuit open after repeated failures of {candidate.deployment.id}"
-                )
-        self._eject_outliers(candidates)
-        rule = self._matching_rule(subtask, context, policy, candidates)
+        shared = self._shared(subtask, context)
+        rule = self._matching_rule(subtask, context, policy, shared)
         if rule is not None and rule.rule.action == "deny":
             raise PolicyDenied(f"policy rule {rule.rule.name!r} refuses this subtask")
         if options.route != "auto":
             rule = None  # the caller chose the tier: placement rules have nothing to add
+        # The knob trades quality for cost at the caller's balance; prefer=quality, latency or
+        # cost keep their own weights (quality never below balanced's answer).
+        knob_applies = options.route == "auto" and options.prefer == "balanced"
+        verdict = context.verdicts.get(subtask.id) if knob_applies else None
+        key = outcome_key(subtask, context, policy, shared, rule, verdict, self._share)
+        outcome = shared.outcomes.get(key) if shared.outcomes is not None else None
+        if outcome is None or outcome.policy is not policy:
+            outcome = self._rank(subtask, context, policy, shared, rule, verdict)
+            shared.keep(key, outcome)
+        ranked, cascade, reason = outcome.ranked, outcome.cascade, outcome.reason
+        learned = None
+        if self._learners is not None:
+            learned = consult(self._learners, subtask, context, policy, rule, ranked)
+        if learned is not None:
+            ranked, cascade = moved(learned, ranked, cascade)
+            reason = explain(subtask, options, ranked, outcome.candidates, cascade, rule, verdict)
+            reason = learned.prefixed(reason)
+        return Decision(
+            subtask_id=subtask.id,
+            chosen=ranked[0],
+            fallbacks=ranked[1:],
+            candidates=outcome.candidates,
+            reason=reason,
+            policy_version=policy.version,
+            cascade=cascade,
+            rules=[rule.rule.name] if rule is not None else [],
+            verdict=verdict if rule is None else None,
+            learning=None if learned is None else learned.record,
+            signals_ref=self._snapshot(subtask, shared),
+            options={
+                "route": options.route,
+                "prefer": options.prefer,
+                "max_latency_ms": options.max_latency_ms,
+            },
+        )
+
+    def _shared(self, subtask: Subtask, context: RouteContext) -> Shared:
+        """The facts of the moment for the subtask's (capability, task)."""
+        return self.decisions.entry(subtask.capability, subtask.task)
+
+    def _rank(
+        self,
+        subtask: Subtask,
+        context: RouteContext,
+        policy: CompiledPolicy,
+        shared: Shared,
+        rule: CompiledRule | None,
+        verdict: Verdict | None,
+    ) -> Outcome:
+        """Filter, score and order the candidates; the cascade and the reason."""
+        options = context.options
+        candidates = self._candidates(subtask, context, policy, shared)
         survivors = [c for c in candidates if c.rejected_by is None]
         if not survivors:
             raise self._nothing_left(subtask, options, candidates)
@@ -194,10 +266,6 @@ class Router:
         survivors = self._apply_budget(survivors, context, policy)
         survivors = self._apply_slo(survivors, options)
         _score(survivors, policy.policy.weights(options.prefer), subtask.difficulty)
-        # The knob trades quality for cost at the caller's balance; prefer=quality, latency or
-        # cost keep their own weights (quality never below balanced's answer).
-        knob_applies = options.route == "auto" and options.prefer == "balanced"
-        verdict = context.verdicts.get(subtask.id) if knob_applies else None
         action: str | None = rule.rule.action if rule is not None else None
         if action is None and verdict is not None:
             action = verdict.action  # no rule placed it: the prompt's difficulty does
@@ -214,94 +282,57 @@ class Router:
         if cascade is not None:
             first = min(ranked, key=lambda c: (c.deployment.cost_per_call, c.expected_latency_ms))
             ranked = [first] + [c for c in ranked if c is not first]
-        learned = None
-        if self._learners is not None:
-            learned = consult(self._learners, subtask, context, policy, rule, ranked)
-            ranked, cascade = moved(learned, ranked, cascade)
-        chosen, fallbacks = ranked[0], ranked[1:]
         reason = ""
         if self.explains:
             reason = explain(subtask, options, ranked, candidates, cascade, rule, verdict)
-            reason = reason if learned is None else learned.prefixed(reason)
-        return Decision(
-            subtask_id=subtask.id,
-            chosen=chosen,
-            fallbacks=fallbacks,
-            candidates=candidates,
-            reason=reason,
-            policy_version=policy.version,
-            cascade=cascade,
-            rules=[rule.rule.name] if rule is not None else [],
-            verdict=verdict if rule is None else None,
-            learning=None if learned is None else learned.record,
-            signals_ref=self._snapshot(subtask, candidates),
-            options={
-                "route": options.route,
-                "prefer": options.prefer,
-                "max_latency_ms": options.max_latency_ms,
-            },
-        )
+        return Outcome(policy, candidates, ranked, cascade, reason)
 
-    def _snapshot(self, subtask: Subtask, candidates: list[Candidate]) -> str | None:
+    def _candidates(
+        self, subtask: Subtask, context: RouteContext, policy: CompiledPolicy, shared: Shared
+    ) -> list[Candidate]:
+        """Every option, with the hard rule that rejects it, if any."""
+        candidates = []
+        for index, (node, deployment, latency) in enumerate(shared.options):
+            candidate = Candidate(deployment=deployment, node=node, expected_latency_ms=latency)
+            _filter(subtask, context, policy, candidate, shared.health[index])
+            if candidate.rejected_by is None and shared.breaker_open[index]:
+                candidate.rejected_by = "breaker"
+                candidate.detail = f"circuit open after repeated failures of {deployment.id}"
+            candidates.append(candidate)
+        _eject_outliers(candidates, shared.ejected)
+        return candidates
+
+    def _snapshot(self, subtask: Subtask, shared: Shared) -> str | None:
         """This second's snapshot reference; the first decision of the second for its
-        (capability, task) computes the maps, the others look them up."""
+        (capability, task) files the maps, the others look them up."""
         if self.snapshots is None:
             return None
-        nodes = {c.node.id: c.node for c in candidates}.values()
         key = f"{subtask.capability}/{subtask.task or ''}"
-        return self.snapshots.note(key, lambda: tier_signals(nodes, self._signals))
-
-    def _eject_outliers(self, candidates: list[Candidate]) -> None:
-        """Reject the ejected outliers among the candidates left, unless none would be left:
-        ejection moves work, it never refuses it (Envoy's panic threshold)."""
-        alive = [c for c in candidates if c.rejected_by is None]
-        ejected = [c for c in alive if self._signals.ejections.ejected(c.deployment.id)]
-        if len(ejected) == len(alive):
-            return
-        for candidate in ejected:
-            candidate.rejected_by = "ejected"
-            candidate.detail = (
-                f"{candidate.deployment.id} ejected as an outlier against its own record "
-                "(recent failures or latency)"
-            )
-
-    def _options_for(
-        self, subtask: Subtask, context: RouteContext
-    ) -> list[tuple[Node, Deployment, float]]:
-        """Deployments able to run the subtask with their expected latency, once per request
-        and (capability, task): the subtasks of a plan share one look-up."""
-        key = (subtask.capability, subtask.task)
-        found = context.options_cache.get(key)
-        if found is None:
-            found = context.options_cache[key] = [
-                (node, deployment, self._expected_latency(node, deployment))
-                for node, deployment in self._registry.candidates(*key)
-            ]
-        return found
-
-    def _expected_latency(self, node: Node, deployment: Deployment) -> float:
-        # Observed latency includes the network; a probe RTT alone shows a link that degraded
-        # while no traffic used it. Take whichever is worse.
-        prior = deployment.latency_ms + node.rtt_ms
-        return max(self._signals.latency_ms(deployment.id, prior), prior)
+        return self.snapshots.note(key, lambda: shared.tiers)
 
     def _matching_rule(
         self,
         subtask: Subtask,
         context: RouteContext,
         policy: CompiledPolicy,
-        candidates: list[Candidate],
+        shared: Shared,
     ) -> CompiledRule | None:
+        """The first rule whose condition holds; the values the conditions read, once read
+        against an entry, file the answer in it."""
         if not policy.rules:
             return None
+        fields = context.subtask_signals(subtask)
+        key = rule_key(policy, fields, context.signals)
+        known = shared.rules.get(key)
+        if known is not None and known[0] is policy:
+            return None if known[1] < 0 else policy.rules[known[1]]
         activation: Prepared | None = None
         cache = context.request_rules
+        found = -1
         for index, rule in enumerate(policy.rules):
             if rule.per_subtask:
                 activation = activation or Prepared(
-                    context.activation(
-                        subtask, {c.node.id: c.node for c in candidates}.values(), self._signals
-                    )
+                    {**context.signals, **shared.tiers, "subtask": fields}
                 )
                 holds = rule.condition.holds(activation)
             elif index in cache:
@@ -309,8 +340,10 @@ class Router:
             else:
                 holds = cache[index] = rule.condition.holds(context.signals)
             if holds:
-                return rule
-        return None
+                found = index
+                break
+        shared.remember(key, policy, found)
+        return None if found < 0 else policy.rules[found]
 
     def _apply_rollouts(
         self,
@@ -321,10 +354,13 @@ class Router:
     ) -> list[Candidate]:
         for rollout in policy.policy.rollouts:
             if rollout.task == (subtask.task or subtask.capability):
-                share = self._rollout_percent
-                percent = rollout.percent if share is None else share(rollout)
-                survivors = keep_side(rollout, percent, context.routing_key, survivors)
+                survivors = keep_side(rollout, self._share(rollout), context.routing_key, survivors)
         return survivors
+
+    def _share(self, rollout: ModelRollout) -> float:
+        """A model rollout's candidate share now."""
+        share = self._rollout_percent
+        return rollout.percent if share is None else share(rollout)
 
     @staticmethod
     def _apply_budget(

@@ -6,7 +6,14 @@ request whose expected wait is already past ``max_wait_s`` (the requests ahead o
 smoothed time a request holds its slot, over the slots) does not queue at all: it would only be
 refused later, after holding a connection and the event loop's time. Past any bound the
 request is answered at once with 503 ``overloaded`` and ``Retry-After``,
-before its body is read, so memory stays bounded however hard the gateway is pushed. Health,
+before its body is read, so memory stays bounded however hard the gateway is pushed.
+
+The shedder is the outermost layer of the gateway, before the request id, the access log and
+the error envelope: a refusal must cost a small fraction of an answer, or a gateway past its
+peak spends its CPU refusing. It renders the same answer those layers would (the envelope, the
+caller's ``X-Request-ID`` echoed or a new one, ``Retry-After``) from pre-encoded headers, and
+refusals are logged as one ``hybridinfer.access`` line per second at most with their count,
+not one each (``hybridinfer_overloaded_total{where="gateway"}`` counts every one). Health,
 metrics, node registration and heartbeats, and the admin API are never shed: under overload
 the gateway must still see its nodes and answer its probes.
 """
@@ -14,15 +21,23 @@ the gateway must still see its nodes and answer its probes.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
+import uuid
 
+import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hybridinfer.errors import Overloaded
+from hybridinfer.server.responses import valid_request_id
+
+access_log = logging.getLogger("hybridinfer.access")
 
 SHED_PATHS = frozenset({"/v1/infer", "/v1/tasks", "/v1/chat/completions", "/v1/embeddings"})
 
 
+LOG_EVERY_S = 1.0
+"""Refusals are logged as one line per this many seconds at most, with their count."""
 SERVICE_ALPHA = 0.1
 """Weight of the newest request in the smoothed time a request holds its slot."""
 
@@ -93,11 +108,14 @@ class GatewayLoad:
 
 
 class LoadShedder:
-    """ASGI middleware: inference requests pass through ``load``; everything else freely."""
+    """Outermost ASGI layer: inference requests pass through ``load``; everything else freely.
+    A refusal is answered here, without the layers inside."""
 
     def __init__(self, app: ASGIApp, load: GatewayLoad) -> None:
         self.app = app
         self._load = load
+        self._unlogged = 0
+        self._logged_at = float("-inf")  # the first refusal is logged at once
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if not (
@@ -105,8 +123,54 @@ class LoadShedder:
         ):
             await self.app(scope, receive, send)
             return
-        entered = await self._load.enter()
+        # The request's clock starts before its wait for a slot (the request id layer keeps it).
+        scope.setdefault("state", {})["started"] = time.perf_counter()
+        try:
+            entered = await self._load.enter()
+        except Overloaded as refused:
+            await self._refuse(scope, send, refused)
+            return
         try:
             await self.app(scope, receive, send)
         finally:
             self._load.leave(entered)
+
+    async def _refuse(self, scope: Scope, send: Send, refused: Overloaded) -> None:
+        given = None
+        for name, value in scope["headers"]:
+            if name == b"x-request-id":
+                given = value.decode("latin-1")
+                break
+        request_id = given if given is not None and valid_request_id(given) else uuid.uuid4().hex
+        body = orjson.dumps(
+            {
+                "error": {
+                    "code": refused.error_code,
+                    "message": refused.message,
+                    "request_id": request_id,
+                }
+            }
+        )
+        headers = [
+            *_REFUSAL_HEADERS,
+            (b"retry-after", refused.headers()["Retry-After"].encode()),
+            (b"content-length", str(len(body)).encode()),
+            (b"x-request-id", request_id.encode()),
+        ]
+        await send({"type": "http.response.start", "status": 503, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+        self._unlogged += 1
+        now = time.monotonic()
+        if now - self._logged_at >= LOG_EVERY_S:
+            access_log.info(
+                "%s %s %d (%d refused since the last such line)",
+                scope["method"],
+                scope["path"],
+                503,
+                self._unlogged,
+                extra={"status": 503, "refused": self._unlogged},
+            )
+            self._unlogged, self._logged_at = 0, now
+
+
+_REFUSAL_HEADERS = ((b"content-type", b"application/json"),)

@@ -148,7 +148,12 @@ class CircuitBreaker:
 
 
 class Breakers:
-    """Every deployment's breaker; read by the router, written by the executor."""
+    """Every deployment's breaker; read by the router, written by the executor.
+
+    ``version`` moves whenever what ``allows`` answers may have changed other than by time
+    passing (a breaker opened or closed, a trial started or ended, a probe cut an open period
+    short); ``settles_at`` says when time alone changes it next.
+    """
 
     def __init__(
         self,
@@ -163,6 +168,20 @@ class Breakers:
         self._clock = clock
         self._rng = rng or random.Random()
         self._by_deployment: dict[str, CircuitBreaker] = {}
+        self.version = 0
+
+    def settles_at(self, deployment_ids: Iterable[str]) -> float:
+        """The earliest moment (this clock) an open breaker among ``deployment_ids`` turns
+        half-open (infinity for none)."""
+        now = self._clock()
+        ends = [
+            end
+            for deployment_id in deployment_ids
+            if (breaker := self._by_deployment.get(deployment_id)) is not None
+            and breaker.opened_at is not None
+            and (end := breaker.opened_at + breaker.cooldown) > now
+        ]
+        return min(ends, default=float("inf"))
 
     def _breaker(self, deployment_id: str) -> CircuitBreaker:
         breaker = self._by_deployment.get(deployment_id)
@@ -178,8 +197,9 @@ class Breakers:
         now = self._clock()
         for deployment_id in deployment_ids:
             breaker = self._by_deployment.get(deployment_id)
-            if breaker is not None:
+            if breaker is not None and breaker.opened_at is not None:
                 breaker.on_probe(now)
+                self.version += 1
 
     def allows(self, deployment_id: str) -> bool:
         breaker = self._by_deployment.get(deployment_id)
@@ -191,8 +211,9 @@ class Breakers:
 
     def on_start(self, deployment_id: str) -> None:
         breaker = self._by_deployment.get(deployment_id)
-        if breaker is not None:
+        if breaker is not None and breaker.opened_at is not None:
             breaker.on_start(self._clock())
+            self.version += 1
 
     def now(self) -> float:
         """The breakers' clock: what ``on_result`` takes as the start of a call."""
@@ -203,21 +224,24 @@ class Breakers:
     ) -> None:
         """The verdict of one call that started at ``started`` (the breakers' clock)."""
         now = self._clock()
-        if error is None:
-            self._breaker(deployment_id).on_success(now)
-            return
         breaker = self._breaker(deployment_id)
-        if counts_against(error) and not _alive_meanwhile(breaker, error, started):
+        before = (breaker.opened_at, breaker.trial_in_flight)
+        if error is None:
+            breaker.on_success(now)
+        elif counts_against(error) and not _alive_meanwhile(breaker, error, started):
             breaker.on_failure(now)
         else:
             breaker.trial_in_flight = False
+        if (breaker.opened_at, breaker.trial_in_flight) != before:
+            self.version += 1
 
     def on_cancel(self, deployment_id: str) -> None:
         """A call ended without a verdict (cancelled itself, or an unexpected error): free
         the trial."""
         breaker = self._by_deployment.get(deployment_id)
-        if breaker is not None:
+        if breaker is not None and breaker.trial_in_flight:
             breaker.trial_in_flight = False
+            self.version += 1
 
     def describe(self, deployment_id: str) -> dict[str, object]:
         """State and history of one deployment's breaker, as ``/v1/nodes`` shows it: an open

@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 Clock = Callable[[], float]
@@ -56,6 +56,8 @@ class Ejections:
     clock: Clock = time.monotonic
     rng: random.Random = field(default_factory=random.Random)
     _records: dict[str, _Record] = field(default_factory=dict)
+    version: int = 0
+    """Moves with every ejection (an ejection's end is ``ends_at``)."""
 
     def observe(self, deployment_id: str, tier: str, latency_ms: float, ok: bool) -> None:
         """One call's outcome; may eject the deployment."""
@@ -83,6 +85,18 @@ class Ejections:
     def ejected(self, deployment_id: str) -> bool:
         record = self._records.get(deployment_id)
         return record is not None and self.clock() < record.ejected_until
+
+    def ends_at(self, deployment_ids: Iterable[str]) -> float:
+        """The earliest moment (this clock) an ejection among ``deployment_ids`` ends
+        (infinity for none now)."""
+        now = self.clock()
+        ends = [
+            record.ejected_until
+            for deployment_id in deployment_ids
+            if (record := self._records.get(deployment_id)) is not None
+            and record.ejected_until > now
+        ]
+        return min(ends, default=float("inf"))
 
     def describe(self, deployment_id: str) -> dict[str, object]:
         """As ``/v1/nodes`` shows it: ejected now, and how often so far."""
@@ -117,3 +131,4 @@ class Ejections:
         record.ejections += 1
         record.total += 1
         record.recent.clear()
+        self.version += 1

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from hybridinfer.core.schemas import DeploymentInfo, NodeRegistration
 from hybridinfer.core.topology import (
@@ -20,7 +20,11 @@ Clock = Callable[[], float]
 
 
 class NodeRegistry:
-    """Nodes by id; a remote node is down once it has missed ``missed_heartbeats`` beats."""
+    """Nodes by id; a remote node is down once it has missed ``missed_heartbeats`` beats.
+
+    ``version`` moves with every change made through it (a node added, removed, marked down
+    or alive, a heartbeat): what the router's decision snapshots are checked against.
+    """
 
     def __init__(
         self,
@@ -32,6 +36,11 @@ class NodeRegistry:
         self._index: dict[tuple[str, str | None], list[tuple[Node, Deployment]]] = {}
         self._timeout_s = heartbeat_interval_s * missed_heartbeats
         self._clock = clock
+        self.version = 0
+
+    def now(self) -> float:
+        """The heartbeats' clock."""
+        return self._clock()
 
     def add(self, node: Node) -> None:
         """Register a node, or replace it (re-registration after a restart)."""
@@ -40,10 +49,12 @@ class NodeRegistry:
         node.status = NodeStatus.READY
         self._nodes[node.id] = node
         self._reindex()
+        self.version += 1
 
     def remove(self, node_id: str) -> None:
         self._nodes.pop(node_id, None)
         self._reindex()
+        self.version += 1
 
     def get(self, node_id: str) -> Node:
         node = self._nodes.get(node_id)
@@ -56,6 +67,12 @@ class NodeRegistry:
         node = self.get(node_id)
         node.last_heartbeat = self._clock()
         node.status = NodeStatus.READY
+        self.version += 1
+
+    def mark_down(self, node: Node) -> None:
+        """A probe went unanswered: the node is down until it answers again."""
+        node.status = NodeStatus.DOWN
+        self.version += 1
 
     def heartbeat(
         self,
@@ -77,6 +94,7 @@ class NodeRegistry:
         node.memory = memory
         node.memory_bytes = memory_bytes
         node.status = NodeStatus.READY
+        self.version += 1
         return node
 
     def nodes(self) -> list[Node]:
@@ -88,8 +106,19 @@ class NodeRegistry:
         now = self._clock()
         for node in self._nodes.values():
             stale = node.last_heartbeat > 0.0 and now - node.last_heartbeat > self._timeout_s
-            if stale:
+            if stale and node.status is not NodeStatus.DOWN:
                 node.status = NodeStatus.DOWN
+                self.version += 1
+
+    def ages_at(self, nodes: Iterable[Node]) -> float:
+        """The earliest moment (this clock) one of ``nodes`` that is ready now would be marked
+        down by its heartbeats stopping (infinity for none)."""
+        ages = [
+            node.last_heartbeat + self._timeout_s
+            for node in nodes
+            if node.last_heartbeat > 0.0 and node.status is NodeStatus.READY
+        ]
+        return min(ages, default=float("inf"))
 
     def candidates(self, capability: str, task: str | None) -> list[tuple[Node, Deployment]]:
         """Every deployment able to run ``capability`` (for ``task``), healthy or not."""

@@ -1,0 +1,82 @@
+"""The hot path's sections of docs/benchmarks.md: the routing decision's time per subtask with
+the shared snapshot off and on, and what a refused request costs next to an answered one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.markdown import Lines, table, verdict
+
+DECISION_WAYS = {
+    "unshared": "snapshot off (every decision reads and ranks itself)",
+    "shared": "snapshot on, requests alike",
+    "shared_distinct": "snapshot on, every request's complexity new (rules and ranking rerun)",
+    "shared_paced": "snapshot on, requests alike, one per ms",
+}
+
+
+def _load(result: dict[str, Any]) -> str:
+    before, after = result.get("load_before"), result.get("load_after")
+    if before is None:
+        return ""
+    return f" Load average (1, 5, 15 min) before {before}, after {after}."
+
+
+def decision_section(result: dict[str, Any]) -> Lines:
+    rows = []
+    for size in (1, 10):
+        for way, what in DECISION_WAYS.items():
+            figures = result.get(f"{way}_plan_{size}_per_subtask_us")
+            if figures is None:
+                continue
+            rows.append([size, what, f"{figures['p50']:.1f}", f"{figures['p99']:.1f}"])
+    target = result["target_per_subtask_us"]
+    shared = result["shared_plan_1_per_subtask_us"]["p50"]
+    return [
+        f"`Router.context` + `Router.decide` over {result['deployments']} deployments under the "
+        f"default policy ({result['rules']} CEL rules), {result['rounds']} requests a way, "
+        f"interleaved in blocks (`bench/decision.py`).{_load(result)}",
+        "",
+        *table(["subtasks", "way", "per subtask p50 (µs)", "p99 (µs)"], rows),
+        f"Target: a decision ≤ {target:g} µs per subtask (p50) — {shared:.1f} µs with requests "
+        f"alike: {verdict(shared <= target)}.",
+        "",
+    ]
+
+
+SHED_WAYS = {
+    "answered": "answered (local sentiment, the whole path)",
+    "shed": "refused by the outermost shedder",
+    "shed_inner": "refused by the shedder where it was (inside request id, log, errors)",
+    "floor": "a bare ASGI app's fixed 503 on the same server",
+}
+
+
+def shed_section(result: dict[str, Any]) -> Lines:
+    rows = []
+    for mode in ("asgi", "http"):
+        for way, what in SHED_WAYS.items():
+            figures = result[mode].get(way)
+            if figures is None:
+                continue
+            share = result[mode].get(f"{way}_share_of_answered_cpu")
+            rows.append(
+                [
+                    mode,
+                    what,
+                    f"{figures['cpu_us']['median']:.1f}",
+                    "-" if share is None else f"{share:.1%}",
+                ]
+            )
+    share = result["http"]["shed_share_of_answered_cpu"]
+    return [
+        "CPU per `POST /v1/infer` of the process (median over blocks of "
+        f"{result['block']}), driven directly (`asgi`) and over loopback HTTP on the gateway's "
+        f"uvicorn protocol (`http`, the client's own share included) (`bench/shed_cost.py`)."
+        f"{_load(result)}",
+        "",
+        *table(["through", "request", "CPU µs", "share of an answer"], rows),
+        f"Target: a refusal a small fraction (≤ 10 %) of an answer — {share:.1%} over HTTP: "
+        f"{verdict(share <= 0.10)}.",
+        "",
+    ]

@@ -1,0 +1,339 @@
+"""What a refused request costs next to an answered one (issue 18, build point 3).
+
+In one process, ``POST /v1/infer`` for the local sentiment model, a real key and a real body,
+three ways in turn, in blocks of ``BLOCK`` requests, measured twice: ``asgi``, the gateway's
+ASGI app driven directly (what the gateway itself decides), and ``http``, the same apps served
+by the gateway's own uvicorn protocol (``server/serving.py``, httptools) on loopback to a
+raw-socket client in the same process, one request at a time on one keep-alive connection (so
+the server's parse and write are in, and so is the client's own small share, alike for all):
+
+- ``answered``: the gateway has room; the request runs the whole path (auth, rate limit,
+  request id, access log, body, privacy scan, decompose, route, execute, trace, metrics);
+- ``shed``: every slot is held and nobody may wait (``shed_max_queued`` 0), so the request is
+  refused 503 ``overloaded`` with ``Retry-After`` and the JSON error body;
+- ``shed_inner``: the same refusal by the middleware stack as it was before the shedder moved
+  outermost (request id, access log and error envelope ran first), rebuilt here from the same
+  classes so both figures come from one run;
+- ``floor`` (``http`` only): an ASGI app that answers every request with a fixed 503 and
+  nothing else, on the same server: what the server and the client cost by themselves.
+
+CPU per request is ``time.process_time`` over a block (every thread of the process) divided
+by the block; wall time per request is reported beside it. The gateway's background work
+(trace writes of the answered, probes, samplers) lands in whichever block runs meanwhile, so a
+refusal block carries some of it: the refusal figures are upper bounds. Every refusal is
+checked: status 503, a ``Retry-After`` header, an ``X-Request-ID`` header and the error
+envelope with code ``overloaded``. Writes bench/results/shed_cost.json.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import uvicorn
+from pydantic import SecretStr
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from bench.harness import REPO, free_port, write_result
+from hybridinfer.control.plane import ControlPlane
+from hybridinfer.gateway.app import SERVICE_ROUTES, create_app
+from hybridinfer.gateway.bodytimeout import BodyTimeoutMiddleware
+from hybridinfer.gateway.middleware import (
+    AccessLogMiddleware,
+    AuthMiddleware,
+    ErrorMiddleware,
+    RateLimitMiddleware,
+    RequestIdMiddleware,
+)
+from hybridinfer.modelzoo import build_models
+from hybridinfer.observe.logs import configure_logging
+from hybridinfer.server.serving import server_config
+from hybridinfer.server.shedding import GatewayLoad, LoadShedder
+from hybridinfer.settings import Settings
+
+KEY = "bench-admin-key-0123456789"
+BLOCKS = 40
+BLOCK = 250
+BODY = orjson.dumps(
+    {
+        "task": "sentiment",
+        "inputs": {"text": "the update broke my phone and support never answered"},
+    }
+)
+
+
+def inner_stack(plane: ControlPlane) -> Starlette:
+    """The middleware order before the shedder moved outermost."""
+    return Starlette(
+        routes=SERVICE_ROUTES,
+        middleware=[
+            Middleware(RequestIdMiddleware),
+            Middleware(AccessLogMiddleware),
+            Middleware(ErrorMiddleware),
+            Middleware(LoadShedder, load=plane.gateway_load),
+            Middleware(BodyTimeoutMiddleware, timeout_s=plane.settings.body_timeout_s),
+            Middleware(AuthMiddleware, keys=plane.keys),
+            Middleware(RateLimitMiddleware, limiter=plane.rate_limiter),
+        ],
+    )
+
+
+async def call(app: ASGIApp, index: int) -> tuple[int, dict[bytes, bytes], bytes]:
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/infer",
+        "raw_path": b"/v1/infer",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [
+            (b"host", b"127.0.0.1"),
+            (b"authorization", f"Bearer {KEY}".encode()),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(BODY)).encode()),
+            (b"x-request-id", f"bench-{index}".encode()),
+        ],
+        "client": ("127.0.0.1", 40000),
+        "server": ("127.0.0.1", 8080),
+    }
+    sent: list[Message] = []
+    delivered = False
+
+    async def receive() -> Message:
+        nonlocal delivered
+        if delivered:
+            await asyncio.sleep(3600)
+        delivered = True
+        return {"type": "http.request", "body": BODY, "more_body": False}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    start = sent[0]
+    body = b"".join(m.get("body", b"") for m in sent[1:])
+    return int(start["status"]), dict(start["headers"]), body
+
+
+def request_bytes(index: int) -> bytes:
+    head = (
+        "POST /v1/infer HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Authorization: Bearer {KEY}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(BODY)}\r\nX-Request-ID: bench-{index}\r\n\r\n"
+    )
+    return head.encode() + BODY
+
+
+class HttpClient:
+    """One keep-alive connection; one request at a time."""
+
+    def __init__(self, port: int) -> None:
+        self._port = port
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+
+    async def __call__(self, index: int) -> tuple[int, dict[bytes, bytes], bytes]:
+        if self._reader is None or self._writer is None:
+            self._reader, self._writer = await asyncio.open_connection("127.0.0.1", self._port)
+        self._writer.write(request_bytes(index))
+        head = await self._reader.readuntil(b"\r\n\r\n")
+        lines = head.split(b"\r\n")
+        status = int(lines[0].split()[1])
+        headers = {}
+        for line in lines[1:]:
+            if line:
+                name, _, value = line.partition(b":")
+                headers[name.strip().lower()] = value.strip()
+        body = await self._reader.readexactly(int(headers[b"content-length"]))
+        return status, headers, body
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+
+
+async def floor(scope: Scope, receive: Receive, send: Send) -> None:
+    """A fixed refusal and nothing else."""
+    if scope["type"] != "http":
+        return
+    body = orjson.dumps({"error": {"code": "overloaded", "message": "", "request_id": "x"}})
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"retry-after", b"1"),
+        (b"content-length", str(len(body)).encode()),
+        (b"x-request-id", dict(scope["headers"])[b"x-request-id"]),
+    ]
+    await send({"type": "http.response.start", "status": 503, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def check_refusal(status: int, headers: dict[bytes, bytes], body: bytes, index: int) -> None:
+    assert status == 503, status
+    assert b"retry-after" in headers, headers
+    assert headers.get(b"x-request-id") == f"bench-{index}".encode(), headers
+    error = orjson.loads(body)["error"]
+    assert error["code"] == "overloaded", error
+    assert error["request_id"] in (f"bench-{index}", "x"), error
+
+
+Caller = Callable[[int], Awaitable[tuple[int, dict[bytes, bytes], bytes]]]
+
+
+async def block(caller: Caller, way: str, first: int) -> tuple[float, float]:
+    """(CPU µs, wall µs) per request over one block."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    for index in range(first, first + BLOCK):
+        status, headers, body = await caller(index)
+        if way == "answered":
+            assert status == 200, (status, body)
+        else:
+            check_refusal(status, headers, body, index)
+    return (
+        (time.process_time() - cpu) / BLOCK * 1e6,
+        (time.perf_counter() - wall) / BLOCK * 1e6,
+    )
+
+
+async def serve(app: ASGIApp) -> tuple[uvicorn.Server, asyncio.Task[None], int]:
+    port = free_port()
+    server = uvicorn.Server(server_config(app, "127.0.0.1", port, lifespan="off"))
+    task = asyncio.create_task(server.serve())
+    for _ in range(500):  # up to 5 s to bind
+        if server.started:
+            return server, task, port
+        await asyncio.sleep(0.01)
+    raise RuntimeError("the bench server did not start")
+
+
+async def measure_with(
+    load: GatewayLoad, callers: dict[str, Caller], warm: Caller
+) -> dict[str, Any]:
+    samples: dict[str, dict[str, list[float]]] = {
+        way: {"cpu_us": [], "wall_us": []} for way in callers
+    }
+    for index in range(BLOCK):  # models, caches and key lookups warm
+        await warm(index)
+    index = BLOCK
+    for _ in range(BLOCKS):
+        for way, caller in callers.items():
+            held = None if way == "answered" else await load.enter()  # the one slot, taken
+            try:
+                cpu_us, wall_us = await block(caller, way, index)
+            finally:
+                if held is not None:
+                    load.leave(held)
+            index += BLOCK
+            samples[way]["cpu_us"].append(cpu_us)
+            samples[way]["wall_us"].append(wall_us)
+    result: dict[str, Any] = {}
+    for way, figures in samples.items():
+        result[way] = {
+            name: {
+                "median": round(statistics.median(values), 2),
+                "min": round(min(values), 2),
+                "max": round(max(values), 2),
+            }
+            for name, values in figures.items()
+        }
+    answered = result["answered"]["cpu_us"]["median"]
+    for way in callers:
+        if way == "answered":
+            continue
+        result[f"{way}_share_of_answered_cpu"] = round(
+            result[way]["cpu_us"]["median"] / answered, 4
+        )
+    return result
+
+
+async def measure(plane: ControlPlane) -> dict[str, Any]:
+    outer, inner = create_app(plane), inner_stack(plane)
+    load = plane.gateway_load
+
+    def direct(app: ASGIApp) -> Caller:
+        return lambda index: call(app, index)
+
+    asgi = {"answered": direct(outer), "shed": direct(outer), "shed_inner": direct(inner)}
+    result = {"asgi": await measure_with(load, asgi, direct(outer))}
+    served = [await serve(app) for app in (outer, inner, floor)]
+    ports = [port for _server, _task, port in served]
+    clients = [
+        HttpClient(ports[0]),
+        HttpClient(ports[0]),
+        HttpClient(ports[1]),
+        HttpClient(ports[2]),
+    ]
+    try:
+        http = dict(zip(("answered", "shed", "shed_inner", "floor"), clients, strict=True))
+        result["http"] = await measure_with(load, dict(http), HttpClient(ports[0]))
+    finally:
+        for client in clients:
+            client.close()
+        for server, _task, _port in served:
+            server.should_exit = True
+        await asyncio.gather(*(task for _server, task, _port in served))
+    return result
+
+
+async def run(data_dir: Path) -> dict[str, Any]:
+    models_dir = REPO / ".hybridinfer" / "models"
+    build_models(models_dir)
+    settings = Settings(
+        data_dir=data_dir,
+        models_dir=models_dir,
+        bootstrap_key=SecretStr(KEY),
+        inference_threads=1,
+        answer_cache="off",  # the same body each time: time the path, not reuse
+        shed_max_in_flight=1,  # one request at a time here: the bench holds the slot to shed
+        shed_max_queued=0,
+        rate_limit_per_minute=10**9,
+    )
+    plane = ControlPlane(settings)
+    await plane.start()
+    try:
+        return await measure(plane)
+    finally:
+        await plane.stop()
+
+
+def main() -> None:
+    load_before = os.getloadavg()
+    with open(os.devnull, "w") as sink:
+        configure_logging("info", "json", sink)  # the access log on, as served
+        with tempfile.TemporaryDirectory() as data_dir:
+            result = asyncio.run(run(Path(data_dir)))
+    result["what"] = (
+        "CPU per POST /v1/infer (local sentiment) through the gateway's ASGI app: answered, "
+        "refused 503 by the outermost shedder, refused 503 by the shedder where it was"
+    )
+    result["blocks"], result["block"] = BLOCKS, BLOCK
+    result["load_before"] = [round(x, 2) for x in load_before]
+    result["load_after"] = [round(x, 2) for x in os.getloadavg()]
+    path = write_result("shed_cost", result)
+    for mode in ("asgi", "http"):
+        for way in [way for way in result[mode] if isinstance(result[mode][way], dict)]:
+            cpu, wall = result[mode][way]["cpu_us"], result[mode][way]["wall_us"]
+            share = result[mode].get(f"{way}_share_of_answered_cpu")
+            print(
+                f"{mode:>4} {way:>10}: CPU {cpu['median']:8.1f} µs/request (blocks "
+                f"{cpu['min']:.1f} to {cpu['max']:.1f}), wall "
+                f"{wall['median']:8.1f} µs"
+                + ("" if share is None else f"  = {share * 100:.1f} % of an answer")
+            )
+    print(f"load average before {result['load_before']}, after {result['load_after']}")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
