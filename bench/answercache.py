@@ -2,17 +2,19 @@
 paraphrases from near misses, and what reuse saves on a workload with repeats.
 
 - Pairs: ``bench/prompts/answer-pairs.yaml`` (written for this benchmark): 60 paraphrase and
-  60 near-miss pairs to choose the threshold, 30 + 30 held back and scored only at the chosen
-  one, and 24 + 24 written after the guard's word lists were settled (never used to change
-  anything). A pair hits when its MiniLM cosine reaches the threshold and (with the guard) the two
-  prompts' signatures agree (``answers/signature.py``). The threshold chosen is the lowest
-  whose false-hit rate on the tuning near misses is at most 1 %, but not below the cosine 90 %
-  of the tuning paraphrases reach (the tuning set is too small to show the rarer attribute
-  swaps the guard has no word for).
+  60 near-miss pairs to choose the threshold ("tune"), 30 + 30 held back, 24 + 24 ("fresh") and
+  20 + 20 ("blind") written later, and 110 + 128 ("blind-2", ten kinds of near miss) written
+  before the WordNet guard and scored once with it. A pair hits when its MiniLM cosine reaches
+  the threshold and (with the guard) the two prompts' signatures agree
+  (``answers/signature.py``). The threshold chosen is the lowest whose false-hit rate on the
+  tuning near misses is at most 1 %, but not below the cosine 90 % of the tuning paraphrases
+  reach (a word added on one side only is left to the threshold). ``--sets`` scores only the
+  named sets.
 - Latency of the stage's lookup (``AnswerStage.lookup``) with the real stores: in memory and on
   this machine's Redis (loopback), exact hit, semantic hit (the prompt's vector already
-  computed, as when the router embedded it; 1,000 prompts in the index), and miss; plus what
-  embedding a prompt costs when the router has not.
+  computed, as when the router embedded it; 1,000 prompts in the index), and miss; what the
+  guard's signature and comparison cost; and what embedding a prompt costs when the router has
+  not.
 - Workload: 5,000 sentiment requests drawn Zipf-distributed (s = 1.1) from 1,000 distinct
   tweets of the sentiment corpus, all routed to one cloud deployment at 0.002 per call,
   through the stage in memory: the cloud calls and spend with and without reuse.
@@ -96,8 +98,8 @@ def separation(model: Embedder, only: list[str] | None) -> dict[str, Any]:
     ]
     lowest = next(row["threshold"] for row in sweep if row["false_hits"] <= 0.01)
     # Not lower than the cosine 90 % of the tuning paraphrases reach: below it few more
-    # paraphrases hit, and attribute swaps the guard has no word for ("deepest" / "largest")
-    # start to, which the tuning set is too small to show.
+    # paraphrases hit, and what the guard cannot see (a word added on one side only, "a story"
+    # / "a short story") is left to the threshold, which the tuning set is too small to show.
     tenth = float(np.percentile([c for c, _ in tune["paraphrases"]], 10))
     chosen = max(lowest, float(np.floor(tenth * 100) / 100))
     cosine_only = next(
