@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from hybridinfer.answers import signature
 from hybridinfer.answers.base import Answer, Vector
 from hybridinfer.answers.memory import MemoryAnswers
 from hybridinfer.answers.stage import AnswerStage, ReuseRequest
@@ -94,6 +95,38 @@ async def test_a_paraphrase_hits_semantically_a_near_miss_does_not(stage: Answer
     assert miss is None
     far = await stage.lookup(chat_subtask(), candidate(), chat("How do volcanoes form?"), alice)
     assert far is None
+
+
+async def test_without_the_guard_there_is_no_semantic_hit(
+    stage: AnswerStage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As when the answers extra (spaCy's model, WordNet) is not installed: exact hits only.
+    monkeypatch.setattr(signature, "MODEL_PACKAGE", "no_such_model_package")
+    signature._nlp.cache_clear()
+    try:
+        alice = ReuseRequest("alice")
+        kept = chat("What is the capital of France?")
+        await stage.keep(chat_subtask(), candidate(), kept, alice, answer())
+        paraphrase = chat("Tell me the capital of France.")
+        assert await stage.lookup(chat_subtask(), candidate(), paraphrase, alice) is None
+        assert await stage.lookup(chat_subtask(), candidate(), kept, alice) is not None
+    finally:
+        signature._nlp.cache_clear()
+
+
+async def test_an_entry_kept_without_the_guard_never_hits_semantically(
+    stage: AnswerStage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alice = ReuseRequest("alice")
+    with monkeypatch.context() as patched:
+        patched.setattr(signature, "MODEL_PACKAGE", "no_such_model_package")
+        signature._nlp.cache_clear()
+        await stage.keep(
+            chat_subtask(), candidate(), chat("What is the capital of France?"), alice, answer()
+        )
+    signature._nlp.cache_clear()
+    paraphrase = chat("Tell me the capital of France.")
+    assert await stage.lookup(chat_subtask(), candidate(), paraphrase, alice) is None
 
 
 async def test_tenants_scopes_versions_and_tiers_do_not_share(stage: AnswerStage) -> None:

@@ -34,7 +34,7 @@ class Answer:
     """What producing it cost (a hit saves that much)."""
     created_at: float
     signature: tuple[str, ...] = ()
-    """The prompt's numbers, negations and names (``answers/signature.py``)."""
+    """What a semantic match must agree on, read from the prompt (``answers/signature.py``)."""
 
     def encode(self) -> bytes:
         """The answer as JSON (for stores that keep bytes)."""

