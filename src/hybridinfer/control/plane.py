@@ -45,7 +45,7 @@ from hybridinfer.control.readings import PlaneReadings
 from hybridinfer.control.replay import ReplayService
 from hybridinfer.control.replicas import ReplicaSync
 from hybridinfer.control.rollout import RolloutMonitor
-from hybridinfer.control.rolloutguard import GuardedRollouts
+from hybridinfer.control.rolloutwalk import RolloutWalks
 from hybridinfer.control.rules import RuleService
 from hybridinfer.control.services import GatewayServices
 from hybridinfer.control.stats import StatsService
@@ -154,10 +154,8 @@ class ControlPlane:
             settings.policy_file or default_policy_path(),
             audit=self.audit,
         )
-        # Guarded rollouts read every replica's traces, flushed by the sink built later.
-        guarded = GuardedRollouts(self.store, lambda: self.traces.flush())
         self.rollouts = RolloutMonitor(
-            self.store, self.policies.current, self.audit, registry=self.registry, guarded=guarded
+            self.store, self.policies.current, self.audit, registry=self.registry
         )
         self.decomposer = Decomposer(load_rules(settings.rules_file or default_rules_path()))
         self.learners = Learners(lambda: self.policies.current().policy.learning)
@@ -191,6 +189,8 @@ class ControlPlane:
             self.settings.walk_tick_s,
             self.settings.walk_lease_ttl_s,
         )
+        # Guarded model rollouts walk under the same lease and loop as policy canaries.
+        self.walks.lead(RolloutWalks(self.store, self.rollouts, self.policies.current, self.audit))
         self.traces.observers.append(self.rollouts.record)
         self.traces.observers.append(self.learners.observe_trace)
         # OpenTelemetry spans, built from finished traces off the request path.

@@ -318,7 +318,7 @@ class Router:
         for rollout in policy.policy.rollouts:
             if rollout.task == (subtask.task or subtask.capability):
                 share = self._rollout_percent
-                percent = rollout.percent if share is None else share(rollout)
+                percent = rollout.start_percent if share is None else share(rollout)
                 survivors = keep_side(rollout, percent, context.routing_key, survivors)
         return survivors
 
