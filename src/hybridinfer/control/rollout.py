@@ -118,9 +118,11 @@ class RolloutMonitor:
         store: SqlStore,
         policy: Callable[[], CompiledPolicy],
         audit: AuditLog | None = None,
-        interval_s: float = 2.0,
+        interval_s: float = 1.0,
         registry: NodeRegistry | None = None,
     ) -> None:
+        # Every second, as policy centers poll: a walk's move is served on every replica
+        # within about a second of the leader's (two small tables read per check).
         self._store = store
         self.walks = Walks(store, table=tables.rollout_walks)
         self._policy = policy
