@@ -22,9 +22,6 @@ from hybridinfer.store.sql import SqlStore
 LIVE = ("walking", "paused")
 """Statuses of a walk still under way."""
 
-FINAL = ("promoted", "rolled_back", "aborted")
-"""Statuses of a walk that is over."""
-
 
 @dataclass(frozen=True, slots=True)
 class Walk:
