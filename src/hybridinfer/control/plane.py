@@ -44,6 +44,7 @@ from hybridinfer.control.ratelimit import RateLimiter
 from hybridinfer.control.readings import PlaneReadings
 from hybridinfer.control.replay import ReplayService
 from hybridinfer.control.replicas import ReplicaSync
+from hybridinfer.control.retention import forget_unless_kept, retained_sample
 from hybridinfer.control.rollout import RolloutMonitor
 from hybridinfer.control.rolloutwalk import RolloutWalks
 from hybridinfer.control.rules import RuleService
@@ -207,6 +208,7 @@ class ControlPlane:
         self.steps_node, steps_backend = inprocess_steps(finder, embedder)
         self.names = names_check(settings, finder)
         self.difficulty = difficulty_scorer(embedder)
+        self.retained = retained_sample(settings, self.traces, self.difficulty)
         tls = node_client_context(settings)
         self.openai = OpenAIBackend(tls=tls)
         self.backends: dict[str, Backend] = {
@@ -348,16 +350,26 @@ class ControlPlane:
                 self.traces, self.learner_log, lambda: self.policies.current().policy.learning
             ),
             learners=LearnerService(self.learners, self.learner_log, self.audit),
-            replay=ReplayService(self.store, self.policies.load_version, self.traces.flush),
+            replay=ReplayService(
+                self.store,
+                self.policies.load_version,
+                self.traces.flush,
+                retained=self.retained,
+                scorer=self.difficulty,
+            ),
             walks=self.walks,
             answers=answers,
         )
+
+    async def _forget_retained(self) -> None:
+        await forget_unless_kept(self.store, self.retained)
 
     def _parts(self) -> list[Part]:
         """Start order, top to bottom; ``stop`` runs it bottom to top."""
         telemetry = self.telemetry
         parts = [
             Part("store", start=self.store.migrate, stop=self.store.close),
+            Part("retained prompts", start=self._forget_retained),
             Part("cache", stop=self.cache.aclose),
             Part("object store", stop=self.objects.aclose),
             *([] if self.answers is None else [Part("answers", stop=self.answers.aclose)]),

@@ -210,3 +210,16 @@ rollout_walks = Table(
     Column("started_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
 )
+
+retained_prompts = Table(
+    "retained_prompts",
+    metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=True, doc="insertion order"),
+    Column("request_id", String(128), nullable=False),
+    Column("subtask_id", String(200), nullable=False),
+    Column("capability", String(100), nullable=False),
+    Column("at", Float, nullable=False, doc="unix second the prompt was scored"),
+    Column("text", Text, nullable=False, doc="the prompt the difficulty scorer read"),
+    Index("ix_retained_prompts_request", "request_id"),
+    Index("ix_retained_prompts_at", "at"),
+)
