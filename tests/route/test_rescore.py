@@ -104,8 +104,12 @@ async def test_a_changed_threshold_rescored_moves_the_decision_reused_does_not()
     assert before["overall"]["predicted"]["cloud_share"] == 0.5  # the logged verdicts stand
     assert after["overall"]["predicted"]["cloud_share"] == 0.0  # 0.88 < 0.95: local
     assert after["overall"]["moves"] == {"cloud->local": 1}
-    assert before["router"] == {"rescored": 0, "reused_verdicts": 2}
-    assert after["router"] == {"rescored": 2, "reused_verdicts": 0}
+    assert (before["router"]["rescored"], before["router"]["reused_verdicts"]) == (0, 2)
+    assert before["router"]["sample"]["decisions"] == 0
+    assert (after["router"]["rescored"], after["router"]["reused_verdicts"]) == (2, 0)
+    sample = after["router"]["sample"]
+    assert sample["decisions"] == 2
+    assert (sample["logged"]["cloud_share"], sample["predicted"]["cloud_share"]) == (0.5, 0.0)
 
 
 async def test_a_router_that_does_not_read_the_capability_gives_no_verdict() -> None:

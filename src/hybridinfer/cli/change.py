@@ -47,7 +47,10 @@ def render_report(report: dict[str, Any]) -> str:
             lines.append(f"  escalation unknown for {entry['unknown_confidence']} (never ran)")
         if entry["gate_unknown"]:
             lines.append(f"  privacy gate never seen for {entry['gate_unknown']} sent out")
-    lines.append(f"router: {report['router']['note']}")
+    router = report["router"]
+    lines.append(f"router: {router['note']}")
+    if router["rescored"]:
+        lines.append(f"  re-scored  {_side(router['sample']['predicted'])}")
     lines.append(f"privacy violations: {report['privacy_violations']}")
     lines.extend(f"guard breached: {breach['sentence']}" for breach in report["breaches"])
     lines.append("passed" if report["passed"] else "FAILED")

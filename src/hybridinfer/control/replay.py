@@ -30,6 +30,9 @@ from hybridinfer.store.walks import Walks
 
 MAX_TRACES = 100_000
 """The most traces one replay reads."""
+MAX_RESCORED = 2_000
+"""The most retained prompts one replay re-scores (the newest): ~30 ms each on 2 busy cores
+(``bench/retained.py``); the others keep their logged verdict."""
 
 
 @dataclass(slots=True)
@@ -111,6 +114,8 @@ class ReplayReport:
         self._rescored = rescored or {}
         self._capabilities: defaultdict[str, _Capability] = defaultdict(_Capability)
         self._all = _Capability()
+        self._sample = _Capability()
+        """The re-scored decisions alone: what the staged router predicts on the sample."""
         self.traces = 0
         self.verdicts: Counter[str] = Counter()
         """Decisions whose difficulty was re-scored from the retained sample, or reused."""
@@ -129,6 +134,8 @@ class ReplayReport:
             before = logged_outcome(trace, logged)
             self._capabilities[after.capability].add(before, after)
             self._all.add(before, after)
+            if rescored is not None:
+                self._sample.add(before, after)
 
     def _figures(self, side: _Side) -> Figures:
         decisions = self._all.decisions
@@ -159,6 +166,7 @@ class ReplayReport:
             "router": {
                 "rescored": self.verdicts["rescored"],
                 "reused_verdicts": self.verdicts["reused"],
+                "sample": self._sample.describe(),
             },
         }
 
@@ -232,6 +240,9 @@ class ReplayService:
         prompts = await load_retained(self._store, ids, self._retained.ttl_s, self._clock())
         if not prompts:
             return {}, 0
+        if len(prompts) > MAX_RESCORED:
+            newest = sorted(prompts.items(), key=lambda item: item[1].at)[-MAX_RESCORED:]
+            prompts = dict(newest)
         scorer = replay_scorer(self._scorer, artifact)
         try:
             return await rescore(scorer, policy, prompts), len(prompts)
@@ -244,7 +255,10 @@ def _note(retained: RetainedPrompts | None, sample: int) -> str:
         return "no retained sample (retained_prompts is off): logged difficulty verdicts reused"
     if not sample:
         return "no retained prompt among these traces: logged difficulty verdicts reused"
-    return f"{sample} retained prompts re-scored under the staged router; others reused"
+    return (
+        f"{sample} retained prompts re-scored under the staged router (at most "
+        f"{MAX_RESCORED} per replay); other decisions reuse their logged verdict"
+    )
 
 
 def _refs(traces: Iterable[Mapping[str, Any]]) -> Iterable[str]:
