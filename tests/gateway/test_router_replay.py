@@ -2,7 +2,8 @@
 HTTP, SQLite) with two scripted OpenAI-style chat upstreams (real HTTP too): a local one in the
 private zone and a cloud one. Live chats are placed by the real difficulty head (MiniLM);
 replaying a version whose threshold is changed predicts another cloud share, re-scored from
-the retained sample, while a replay of the live settings predicts the logged share. Off (the
+the retained sample, which those settings then serve live within ±5 points; a replay of the
+live settings predicts the logged share. Off (the
 default), nothing is kept and a start deletes what an earlier run kept."""
 
 from __future__ import annotations
@@ -114,6 +115,16 @@ def replay(client: httpx.Client, version: str, threshold: float, traces: int) ->
     return report.json()  # type: ignore[no-any-return]
 
 
+def placed(client: httpx.Client, text: str, version: str) -> str:
+    """The tier the router placed one chat on under ``version``, from its trace."""
+    body = {"model": "auto", "messages": [{"role": "user", "content": text}]}
+    response = client.post("/v1/chat/completions", json=body, timeout=60)
+    assert response.status_code == 200, response.text
+    trace = client.get(f"/v1/traces/{response.headers['X-Request-ID']}").json()
+    assert trace["policy_version"] == version, trace
+    return str(trace["decisions"][0]["tier"])
+
+
 def test_a_changed_threshold_predicts_another_cloud_share(gateway: httpx.Client) -> None:
     prompts = PROMPTS["hard"][:6] + PROMPTS["easy"][:6]
     tiers, difficulties = [], []
@@ -154,6 +165,13 @@ def test_a_changed_threshold_predicts_another_cloud_share(gateway: httpx.Client)
     )
     assert moved["overall"]["changed"] == abs(above - cloud)
     assert moved["privacy_violations"] == 0
+
+    # Served live on the same prompts, the same settings place what replay predicted.
+    applied = gateway.post("/v1/policies", json={"policy": staged("moved-4", threshold)})
+    assert applied.status_code == 201, applied.text
+    live = [placed(gateway, text, "moved-4") for text in prompts]
+    predicted = moved["overall"]["predicted"]["cloud_share"]
+    assert abs(live.count("cloud") / len(live) - predicted) <= 0.05, (live, predicted)
 
 
 async def _keep_one(store_url: str) -> None:

@@ -51,6 +51,14 @@ def test_a_prompt_is_kept_only_when_drawn_with_its_origin() -> None:
     )
 
 
+def test_a_request_scored_twice_is_kept_once_and_one_without_an_id_never() -> None:
+    kept, _ = sample()
+    assert kept.offer("r-1", "chat", "chat", "hello", sensitive=False)
+    assert kept.offer("r-1", "chat", "chat", "hello", sensitive=False)
+    assert not kept.offer("", "chat", "chat", "hello", sensitive=False)
+    assert kept.buffered == 1
+
+
 def test_a_sensitive_prompt_is_kept_only_when_the_switch_says_so() -> None:
     kept, _ = sample()
     assert not kept.offer("r-1", "chat", "chat", "call +44 161 496 0123", sensitive=True)

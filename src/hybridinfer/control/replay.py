@@ -31,8 +31,8 @@ from hybridinfer.store.walks import Walks
 MAX_TRACES = 100_000
 """The most traces one replay reads."""
 MAX_RESCORED = 2_000
-"""The most retained prompts one replay re-scores (the newest): ~30 ms each on 2 busy cores
-(``bench/retained.py``); the others keep their logged verdict."""
+"""The most retained prompts one replay re-scores (the newest): 7 to 28 ms each on 2 busy
+cores (``bench/retained.py``); the others keep their logged verdict."""
 
 
 @dataclass(slots=True)

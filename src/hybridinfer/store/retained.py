@@ -56,7 +56,9 @@ class RetainedPrompts:
         self.keep_sensitive = keep_sensitive
         self._draw = draw
         self.clock = clock
-        self._pending: list[RetainedPrompt] = []
+        self._pending: dict[tuple[str, str], RetainedPrompt] = {}
+        """By (request id, subtask id): a request scored twice (a cache lookup, then its
+        stream) is kept once."""
         self._purged_at = 0.0
         self.dropped = 0
 
@@ -64,14 +66,16 @@ class RetainedPrompts:
         self, request_id: str, subtask_id: str, capability: str, text: str, sensitive: bool
     ) -> bool:
         """Keep ``text`` with probability ``rate`` (never blocks, never raises); whether kept."""
-        if (sensitive and not self.keep_sensitive) or self._draw() >= self.rate:
+        if not request_id or (sensitive and not self.keep_sensitive):
+            return False
+        if self._draw() >= self.rate:
             return False
         if len(self._pending) >= BUFFER:
             self.dropped += 1
             return False
-        self._pending.append(
-            RetainedPrompt(request_id, subtask_id, capability, float(int(self.clock())), text)
-        )
+        at = float(int(self.clock()))
+        key = (request_id, subtask_id)
+        self._pending[key] = RetainedPrompt(request_id, subtask_id, capability, at, text)
         return True
 
     @property
@@ -80,12 +84,14 @@ class RetainedPrompts:
 
     def drain(self) -> list[RetainedPrompt]:
         """Everything buffered, taken out for writing."""
-        taken, self._pending = self._pending, []
-        return taken
+        taken, self._pending = self._pending, {}
+        return list(taken.values())
 
     def put_back(self, rows: Iterable[RetainedPrompt]) -> None:
         """Rows a failed write took out: kept for the next try, within the buffer's bound."""
-        self._pending[:0] = list(rows)[: max(0, BUFFER - len(self._pending))]
+        room = max(0, BUFFER - len(self._pending))
+        for row in list(rows)[:room]:
+            self._pending.setdefault((row.request_id, row.subtask_id), row)
 
     def purge_due(self) -> bool:
         """Whether expired rows should be looked for although nothing new is written."""
