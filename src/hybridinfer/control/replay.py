@@ -6,7 +6,8 @@ summed per capability: decisions changed and to which tier, cloud share, spend, 
 quality and latency, logged against predicted. Two hard checks: zero privacy violations, and
 the policy's ``guard:`` block held against the logged figures (error rate is not predicted:
 replay calls nothing). Either failing marks the report ``passed: false``, so the CLI exits
-non-zero and can gate a deploy.
+non-zero and can gate a deploy. A staged router is re-read on the opt-in retained prompt
+sample among the traces (``route/rescore.py``); other decisions reuse their logged verdict.
 """
 
 from __future__ import annotations
@@ -238,14 +239,15 @@ class ReplayService:
             return {}, 0
         ids = {str(t["request_id"]) for t in logged if t.get("request_id")}
         prompts = await load_retained(self._store, ids, self._retained.ttl_s, self._clock())
+        found = len(prompts)
         if not prompts:
             return {}, 0
-        if len(prompts) > MAX_RESCORED:
+        if found > MAX_RESCORED:
             newest = sorted(prompts.items(), key=lambda item: item[1].at)[-MAX_RESCORED:]
             prompts = dict(newest)
         scorer = replay_scorer(self._scorer, artifact)
         try:
-            return await rescore(scorer, policy, prompts), len(prompts)
+            return await rescore(scorer, policy, prompts), found
         finally:
             scorer.close()
 
@@ -256,8 +258,8 @@ def _note(retained: RetainedPrompts | None, sample: int) -> str:
     if not sample:
         return "no retained prompt among these traces: logged difficulty verdicts reused"
     return (
-        f"{sample} retained prompts re-scored under the staged router (at most "
-        f"{MAX_RESCORED} per replay); other decisions reuse their logged verdict"
+        f"{sample} retained prompts found, re-scored under the staged router (the newest "
+        f"{MAX_RESCORED} at most); other decisions reuse their logged verdict"
     )
 
 
