@@ -110,9 +110,11 @@ def node_process(
 
 
 @contextmanager
-def version_2_node(models_dir: Path, tmp_path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+def version_2_node(
+    models_dir: Path, tmp_path: Path, env: dict[str, str] | None = None
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """A node process serving sentiment-small as version "2" (the same weights, a new card):
-    its URL and card."""
+    its URL and card. ``env`` adds to its environment (a node token opens its fault drills)."""
     import orjson
 
     source = models_dir / "sentiment-small" / "1"
@@ -122,7 +124,7 @@ def version_2_node(models_dir: Path, tmp_path: Path) -> Iterator[tuple[str, dict
     card["version"] = "2"
     (target / "card.json").write_bytes(orjson.dumps(card))
     args = ["--id", "edge-v2", "--tier", "edge", "--zone", "private", "--models", "sentiment-small"]
-    with node_process(*args, "--models-dir", str(tmp_path / "v2-models")) as url:
+    with node_process(*args, "--models-dir", str(tmp_path / "v2-models"), env=env) as url:
         yield url, card
 
 

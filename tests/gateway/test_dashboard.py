@@ -87,8 +87,12 @@ rollouts:
   - task: sentiment
     model: sentiment-small
     candidate: "2"
-    percent: 40
+    guard: {steps: [40, 100], dwell_s: 3600, min_requests: 1000}
 """
+"""A guarded rollout that walks at 40 % for the whole test (never enough requests to judge)."""
+
+
+ROLLOUT_ID = "sentiment/sentiment-small:2"
 
 
 def start_rollout(api: httpx.Client, node_url: str, card: dict[str, Any]) -> None:
@@ -143,6 +147,12 @@ def test_a_browser_opens_a_recent_request_and_sees_its_decision_and_timings(
         assert "local" in nodes
         rollout = browser.find_element(By.CSS_SELECTOR, "#rollouts .rollout").text
         assert "sentiment-small → version 2 at 40 %" in rollout
+        walk = f'#rollouts .rollout .walk[data-walk="{ROLLOUT_ID}"]'
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, walk))
+        assert (
+            "walk: walking · step 1 of 2 at 40 %"
+            in browser.find_element(By.CSS_SELECTOR, walk).text
+        )
         browser.find_element(By.CSS_SELECTOR, row).click()
         (decision,) = trace["decisions"]
         reason = f'#decisions .decision[data-subtask="{decision["subtask"]}"] .reason'

@@ -1,17 +1,21 @@
 """A model rollout over real HTTP: version 1 of sentiment-small runs in the gateway, version 2
 on a real `hybridinfer node` process; the policy sends a share of the traffic to version 2,
 ``GET /v1/rollouts`` compares both, and the rollout promotes the candidate by itself — by its
-``promote_when`` rule, or by its ``guard:`` block on the figures of the stored traces."""
+``promote_when`` rule, or by walking its ``guard:`` block's steps on the figures of the stored
+traces; a version made slow by the node's fault drill is rolled back in its first step."""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
+import httpx
 from starlette.testclient import TestClient
 
 from hybridinfer.models.catalog import deployment_info
 from tests.conftest import NODE_TOKEN, auth
+from tests.peers import version_2_node
 
 MODEL = "sentiment-small"
 POLICY = """\
@@ -95,37 +99,104 @@ rollouts:
   - task: sentiment
     model: sentiment-small
     candidate: "2"
-    percent: 30
-    guard: {dwell_s: 600, min_requests: 20, max_p99_ratio: 1000.0, p99_slack_ms: 10000}
+    guard: {steps: [20, 50, 100], dwell_s: 1, min_requests: 8, max_p99_ratio: 1000.0,
+            p99_slack_ms: 10000}
 """
 """Tolerances wide enough for a node process behind HTTP against the in-process version."""
 
 
-def test_a_guarded_rollout_is_decided_on_the_guard_figures_of_the_stored_traces(
+def test_a_guarded_rollout_walks_its_steps_to_100_and_is_promoted(
     client: TestClient, version_2: tuple[str, dict[str, object]]
 ) -> None:
     url, card = version_2
     _register(client, url, card)
     applied = client.post("/v1/policies", json={"policy": GUARDED}, headers=auth())
     assert applied.status_code == 201, applied.text
-    nodes = [_node_of(client, n) for n in range(40)]
-    for n in range(40, 400):  # until the candidate has answered enough to be judged
-        if nodes.count("edge-v2") >= 20:
+    shares: list[float] = []
+    rollout = _rollout(client)
+    for n in range(600):  # until the walk has stepped through 20, 50 and 100 %
+        if rollout["status"] != "running":
             break
-        nodes.append(_node_of(client, n))
-
-    rollout = _decided(client)
+        _node_of(client, n)
+        rollout = _rollout(client)
+        shares.append(rollout["percent"])
     assert rollout["status"] == "promoted", rollout
-    assert rollout["guard"]["min_requests"] == 20
-    entry = client.get("/v1/audit?action=model.rollout", headers=auth()).json()["entries"][0]
-    after = entry["after"]
-    assert after["breaches"] == []
-    assert after["candidate"]["requests"] >= 20
-    assert after["baseline"]["requests"] >= 20
-    assert after["candidate"]["requests"] + after["baseline"]["requests"] <= len(nodes)
-    assert after["candidate"]["error_rate"] == 0.0
-    assert after["candidate"]["p99_ms"] > 0.0
-    assert after["candidate"]["cloud_share"] == 0.0
+    assert [s for i, s in enumerate(shares) if i == 0 or shares[i - 1] != s] == [
+        20.0,
+        50.0,
+        100.0,
+    ], "each step served in turn, as /v1/rollouts shows it"
+    walk = rollout["walk"]
+    assert walk["status"] == "promoted"
+    steps = walk["state"]["steps"]
+    assert [s["step"] for s in steps] == [0, 1, 2]
+    assert all(s["canary"]["requests"] >= 8 for s in steps)
+    assert all(s["canary"]["error_rate"] == 0.0 for s in steps)
+    actions = [e["action"] for e in _audit(client) if e["action"].startswith("model.walk.")]
+    assert actions.count("model.walk.step") == 2
+    assert {"model.walk.start", "model.walk.promote"} <= set(actions)
+    (entry,) = _audit(client, "model.rollout")
+    assert entry["after"]["status"] == "promoted"
+    assert entry["after"]["breaches"] == []
+    assert {_node_of(client, n) for n in range(700, 720)} == {"edge-v2"}
+
+
+SLOW = """\
+version: rollout-slow
+rollouts:
+  - task: sentiment
+    model: sentiment-small
+    candidate: "2"
+    guard: {steps: [20, 50, 100], dwell_s: 60, min_requests: 5, max_p99_ratio: 1.0,
+            p99_slack_ms: 300}
+"""
+"""A candidate may be 300 ms slower at p99 than the in-process version, no more."""
+
+
+def test_a_slow_model_version_is_rolled_back_within_its_first_step(
+    client: TestClient, models_dir: Path, tmp_path: Path
+) -> None:
+    with version_2_node(models_dir, tmp_path, env={"HYBRIDINFER_NODE_TOKEN": NODE_TOKEN}) as (
+        url,
+        card,
+    ):
+        slowed = httpx.put(
+            f"{url}/admin/faults",
+            json={"delay_ms": 1000, "delay_percent": 100},
+            headers=auth(NODE_TOKEN),
+        )
+        assert slowed.status_code == 200, slowed.text
+        _register(client, url, card)
+        applied = client.post("/v1/policies", json={"policy": SLOW}, headers=auth())
+        assert applied.status_code == 201, applied.text
+        rollout = _rollout(client)
+        for n in range(300):  # until the candidate has answered enough to be judged
+            if rollout["status"] != "running":
+                break
+            _node_of(client, n)
+            rollout = _rollout(client)
+        assert rollout["status"] == "rolled_back", rollout
+        assert rollout["percent"] == 0.0
+        walk = rollout["walk"]
+        assert (walk["status"], walk["step"], walk["percent"]) == ("rolled_back", 0, 20.0)
+        assert [b["guard"] for b in walk["state"]["breach"]] == ["p99_latency"]
+        assert walk["state"]["steps"][0]["canary"]["p99_ms"] >= 1000.0
+        (entry,) = _audit(client, "model.walk.rollback")
+        assert (entry["actor"], entry["target"]) == ("canary-walk", "sentiment/sentiment-small:2")
+        assert entry["after"]["breached"] == "p99_latency"
+        assert {_node_of(client, n) for n in range(400, 420)} == {"local"}
+
+
+def _rollout(client: TestClient) -> dict[str, Any]:
+    rollout: dict[str, Any] = client.get("/v1/rollouts", headers=auth()).json()["rollouts"][0]
+    return rollout
+
+
+def _audit(client: TestClient, action: str | None = None) -> list[dict[str, Any]]:
+    query = "?limit=1000" if action is None else f"?action={action}"
+    response = client.get(f"/v1/audit{query}", headers=auth())
+    entries: list[dict[str, Any]] = response.json()["entries"]
+    return entries
 
 
 def _decided(client: TestClient, timeout_s: float = 15.0) -> dict[str, Any]:

@@ -47,6 +47,10 @@ def render_report(report: dict[str, Any]) -> str:
             lines.append(f"  escalation unknown for {entry['unknown_confidence']} (never ran)")
         if entry["gate_unknown"]:
             lines.append(f"  privacy gate never seen for {entry['gate_unknown']} sent out")
+    router = report["router"]
+    lines.append(f"router: {router['note']}")
+    if router["rescored"]:
+        lines.append(f"  re-scored  {_side(router['sample']['predicted'])}")
     lines.append(f"privacy violations: {report['privacy_violations']}")
     lines.extend(f"guard breached: {breach['sentence']}" for breach in report["breaches"])
     lines.append("passed" if report["passed"] else "FAILED")
@@ -57,19 +61,32 @@ def render_report(report: dict[str, Any]) -> str:
 @click.argument("version")
 @click.option("--since", help="Logged traces of this long ago to now: 90s, 15m, 1h, 2d.")
 @click.option("--traces", type=click.IntRange(1, 100_000), help="The last N logged traces.")
+@click.option(
+    "--router",
+    "router_artifact",
+    help="A chat difficulty head (path on the gateway) replayed on the retained prompts.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @url_option
 @key_option
 def replay(
-    version: str, since: str | None, traces: int | None, as_json: bool, url: str, key: str | None
+    version: str,
+    since: str | None,
+    traces: int | None,
+    router_artifact: str | None,
+    as_json: bool,
+    url: str,
+    key: str | None,
 ) -> None:
     """What VERSION would have done on logged traffic (no model called); exits 1 when a
     guard would break or a decision would leave the private zone."""
     if since is not None and traces is not None:
         raise click.UsageError("give --since or --traces, not both")
-    wish: dict[str, float] = {"traces": traces} if traces is not None else {}
+    wish: dict[str, float | str] = {"traces": traces} if traces is not None else {}
     if traces is None:
         wish["since_s"] = parse_duration(since or "1h")
+    if router_artifact is not None:
+        wish["router_artifact"] = router_artifact
     path = f"/v1/policies/{quote(version)}/replay"
     report = call_gateway(url, key, path, json.dumps(wish).encode())
     click.echo(json.dumps(report, indent=2) if as_json else render_report(report))

@@ -1,77 +1,71 @@
-"""Guarded progressive canaries: a walk raises a policy canary step by step (5 → 20 → 50 →
-100 % by default) and rolls it back by itself when a guard breaks.
+"""Guarded progressive policy canaries: a walk raises a policy canary step by step (5 → 20 →
+50 → 100 % by default) and rolls it back by itself when a guard breaks.
 
-At each step the canary's requests are compared with the baseline's over the same window (the
-step so far), from the shared trace store, so the figures are every replica's: error rate, p99
-latency, cloud share and spend per request, with the tolerances of the canary's ``guard:``
-block (``policy/guard.py``). Once both sides have ``min_requests``, a breach rolls back at
-once; a step that held for ``dwell_s`` moves on; passing the 100 % step promotes. At 100 % no
-request is on the baseline, so that step is judged against the last baseline figures seen.
-
-One replica leads (a lease in the store, ``store/leases.py``); the others only follow the
-stored walk and policy states, so the walk survives the leader's death: when its lease
-expires another replica takes it over where the store says it was. Every move is audited
-(``policy.walk.*``) with the figures that decided it; a breach names the guard.
+The judging, stepping, leading and auditing are the shared walk machinery's (``walker.py``);
+here is what is particular to a policy: the canary's requests are those its version decided,
+the baseline's those the active version decided, and a move is a policy canary move
+(``policy.canary|promote|rollback``, stored and followed by every replica's policy center).
+An operator starts, pauses, resumes and aborts a walk; a canary moved by hand ends it.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
 import time
-import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic import ValidationError
 
 from hybridinfer.control.audit import AuditLog
 from hybridinfer.control.policycenter import PolicyCenter
-from hybridinfer.core import background
-from hybridinfer.errors import HybridInferError, InvalidInput, InvalidTransition, NotFound
-from hybridinfer.policy.guard import EMPTY, Figures, Guard, breaches, p99
-from hybridinfer.route.replay import answered_attempts, answering_attempt
-from hybridinfer.store.leases import Lease
+from hybridinfer.control.walker import ACTOR, Move, Walker, figures_of
+from hybridinfer.errors import InvalidInput, InvalidTransition, NotFound
+from hybridinfer.policy.guard import Figures, Guard
 from hybridinfer.store.sql import SqlStore
 from hybridinfer.store.walks import Walk, Walks
 
-log = logging.getLogger(__name__)
 
-ACTOR = "canary-walk"
-"""Who the audit log names for the walk's own moves."""
+class PolicyWalks:
+    """Policy canaries as walked things: their walks, window split and moves."""
+
+    kind = "policy"
+
+    def __init__(self, store: SqlStore, policies: PolicyCenter, clock: Callable[[], float]) -> None:
+        self.walks = Walks(store, clock)
+        self._policies = policies
+
+    async def due(self) -> list[Walk]:
+        return await self.walks.live()
+
+    async def ended(self, walk: Walk) -> str | None:
+        states = {s.version: s for s in await self._policies.states()}
+        mine = states.get(walk.key)
+        if mine is not None and mine.status == "canary":
+            return None
+        return "promoted" if mine is not None and mine.status == "active" else "aborted"
+
+    async def sides(self, walk: Walk, traces: list[dict[str, Any]]) -> tuple[Figures, Figures]:
+        states = await self._policies.states()
+        active = next((s.version for s in states if s.status == "active"), None)
+        canary = figures_of(t for t in traces if t.get("policy_version") == walk.key)
+        baseline = figures_of(t for t in traces if t.get("policy_version") == active)
+        return canary, baseline
+
+    async def serve(self, walk: Walk, move: Move) -> None:
+        if move.kind == "rollback":
+            await self._policies.rollback(walk.key, ACTOR)
+        elif move.kind == "promote":
+            await self._policies.promote(walk.key, ACTOR)
+        else:
+            await self._policies.canary(walk.key, move.percent, ACTOR)
+
+    async def recorded(self, walk: Walk) -> None:
+        """Nothing to do: the policy center serves the canary's moves."""
 
 
-def figures_of(traces: Iterable[Mapping[str, Any]]) -> Figures:
-    """Guard figures of finished traces: errors, p99 of totals, requests any of whose
-    subtasks a cloud deployment answered, spend of every answered call (hedges included)."""
-    totals: list[float] = []
-    errors = cloud = 0
-    spend = 0.0
-    for trace in traces:
-        totals.append(float((trace.get("timings_ms") or {}).get("total", 0.0)))
-        errors += trace.get("status") == "error"
-        costs = {
-            c["deployment"]: float(c.get("cost_per_call") or 0.0)
-            for d in trace.get("decisions") or ()
-            for c in d.get("candidates") or ()
-        }
-        attempts = trace.get("attempts") or ()
-        answers = [answering_attempt(attempts, d["subtask"]) for d in trace.get("decisions") or ()]
-        cloud += any(a is not None and a.get("tier") == "cloud" for a in answers)
-        spend += sum(
-            costs.get(a["deployment"], 0.0)
-            for d in trace.get("decisions") or ()
-            for a in answered_attempts(attempts, d["subtask"])
-        )
-    count = len(totals)
-    if not count:
-        return EMPTY
-    return Figures(count, errors / count, p99(totals), cloud / count, spend / count)
-
-
-class CanaryWalker:
-    """Starts, pauses, resumes and aborts walks; the leader's loop judges and moves them."""
+class CanaryWalker(Walker):
+    """The walk machinery, leading policy walks (and any other subject it is given to lead);
+    starts, pauses, resumes and aborts policy walks."""
 
     def __init__(
         self,
@@ -83,14 +77,11 @@ class CanaryWalker:
         lease_ttl_s: float = 3.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self._walks = Walks(store, clock)
+        super().__init__(store, audit, flush, tick_s, lease_ttl_s, clock)
+        subject = PolicyWalks(store, policies, clock)
+        self.lead(subject)
+        self._walks = subject.walks
         self._policies = policies
-        self._audit = audit
-        self._flush = flush
-        self._tick_s = tick_s
-        self._clock = clock
-        self.lease = Lease(store, "canary-walk", uuid.uuid4().hex[:16], lease_ttl_s, clock)
-        self._task: asyncio.Task[None] | None = None
 
     async def begin(
         self,
@@ -157,96 +148,5 @@ class CanaryWalker:
         """Every walk, newest first (``/v1/rollouts``)."""
         return [walk.describe() for walk in await self._walks.all()]
 
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="canary-walk")
 
-    async def stop(self) -> None:
-        """Stop judging; hand the lease over at once (a replica killed hands it over when it
-        expires)."""
-        await background.cancel(self._task)
-        self._task = None
-        with contextlib.suppress(HybridInferError):
-            await self.lease.release()
-
-    async def _run(self) -> None:
-        while True:
-            try:
-                await self.tick()
-            except HybridInferError as exc:  # the store away, a move raced: try next tick
-                log.warning("canary walk: %s", exc.message)
-            except Exception:  # a loop that died silently would stop every walk
-                log.exception("canary walk tick failed")
-            await asyncio.sleep(self._tick_s)
-
-    async def tick(self) -> None:
-        """If this replica leads: judge every walk under way, and move it."""
-        if not await self.lease.hold():
-            return
-        for walk in await self._walks.live():
-            if walk.status == "walking":
-                await self._judge(walk)
-
-    async def _judge(self, walk: Walk) -> None:
-        guard = Guard.model_validate(walk.settings)
-        states = {s.version: s for s in await self._policies.states()}
-        mine = states.get(walk.version)
-        if mine is None or mine.status != "canary":  # moved by hand meanwhile
-            status = "promoted" if mine is not None and mine.status == "active" else "aborted"
-            await self._walks.save(walk.version, status=status, step=walk.step, state=walk.state)
-            return
-        active = next((s.version for s in states.values() if s.status == "active"), None)
-        await self._flush()
-        traces = await self._walks.traces_since(walk.step_started_at)
-        canary = figures_of(t for t in traces if t.get("policy_version") == walk.version)
-        baseline = figures_of(t for t in traces if t.get("policy_version") == active)
-        if guard.steps[walk.step] >= 100.0 or baseline.requests < guard.min_requests:
-            baseline = Figures(**walk.state.get("baseline", EMPTY.describe()))
-        if canary.requests < guard.min_requests or baseline.requests < guard.min_requests:
-            return
-        figures = {"canary": canary.describe(), "baseline": baseline.describe()}
-        broken = breaches(guard, canary, baseline)
-        if broken:
-            await self._roll_back(walk, figures, [b.describe() for b in broken])
-        elif self._clock() - walk.step_started_at >= guard.dwell_s:
-            await self._step_up(walk, guard, figures, baseline)
-
-    async def _roll_back(
-        self, walk: Walk, figures: dict[str, Any], broken: list[dict[str, Any]]
-    ) -> None:
-        state = {**walk.state, "breach": broken, "moved_by": self.lease.holder}
-        state["steps"] = [*walk.state.get("steps", []), {"step": walk.step, **figures}]
-        await self._policies.rollback(walk.version, ACTOR)
-        await self._walks.save(walk.version, status="rolled_back", step=walk.step, state=state)
-        names = ", ".join(b["guard"] for b in broken)
-        await self._audit.record(
-            ACTOR, "policy.walk.rollback", walk.version, figures, {"breached": names, **state}
-        )
-        log.warning(
-            "canary %s rolled back: %s", walk.version, "; ".join(b["sentence"] for b in broken)
-        )
-
-    async def _step_up(
-        self, walk: Walk, guard: Guard, figures: dict[str, Any], baseline: Figures
-    ) -> None:
-        state = {**walk.state, "baseline": baseline.describe(), "moved_by": self.lease.holder}
-        state["steps"] = [*walk.state.get("steps", []), {"step": walk.step, **figures}]
-        if walk.step + 1 >= len(guard.steps):
-            await self._policies.promote(walk.version, ACTOR)
-            await self._walks.save(walk.version, status="promoted", step=walk.step, state=state)
-            await self._audit.record(ACTOR, "policy.walk.promote", walk.version, figures, state)
-            return
-        percent = guard.steps[walk.step + 1]
-        await self._policies.canary(walk.version, percent, ACTOR)
-        await self._walks.save(
-            walk.version,
-            status="walking",
-            step=walk.step + 1,
-            state=state,
-            step_started_at=self._clock(),
-        )
-        await self._audit.record(
-            ACTOR, "policy.walk.step", walk.version, figures, {"percent": percent}
-        )
-
-
-__all__ = ["ACTOR", "CanaryWalker", "figures_of"]
+__all__ = ["ACTOR", "CanaryWalker", "PolicyWalks", "figures_of"]

@@ -44,8 +44,9 @@ from hybridinfer.control.ratelimit import RateLimiter
 from hybridinfer.control.readings import PlaneReadings
 from hybridinfer.control.replay import ReplayService
 from hybridinfer.control.replicas import ReplicaSync
+from hybridinfer.control.retention import forget_unless_kept, retained_sample
 from hybridinfer.control.rollout import RolloutMonitor
-from hybridinfer.control.rolloutguard import GuardedRollouts
+from hybridinfer.control.rolloutwalk import RolloutWalks
 from hybridinfer.control.rules import RuleService
 from hybridinfer.control.services import GatewayServices
 from hybridinfer.control.stats import StatsService
@@ -154,10 +155,8 @@ class ControlPlane:
             settings.policy_file or default_policy_path(),
             audit=self.audit,
         )
-        # Guarded rollouts read every replica's traces, flushed by the sink built later.
-        guarded = GuardedRollouts(self.store, lambda: self.traces.flush())
         self.rollouts = RolloutMonitor(
-            self.store, self.policies.current, self.audit, registry=self.registry, guarded=guarded
+            self.store, self.policies.current, self.audit, registry=self.registry
         )
         self.decomposer = Decomposer(load_rules(settings.rules_file or default_rules_path()))
         self.learners = Learners(lambda: self.policies.current().policy.learning)
@@ -191,6 +190,8 @@ class ControlPlane:
             self.settings.walk_tick_s,
             self.settings.walk_lease_ttl_s,
         )
+        # Guarded model rollouts walk under the same lease and loop as policy canaries.
+        self.walks.lead(RolloutWalks(self.store, self.rollouts, self.policies.current, self.audit))
         self.traces.observers.append(self.rollouts.record)
         self.traces.observers.append(self.learners.observe_trace)
         # OpenTelemetry spans, built from finished traces off the request path.
@@ -207,6 +208,7 @@ class ControlPlane:
         self.steps_node, steps_backend = inprocess_steps(finder, embedder)
         self.names = names_check(settings, finder)
         self.difficulty = difficulty_scorer(embedder)
+        self.retained = retained_sample(settings, self.traces, self.difficulty)
         tls = node_client_context(settings)
         self.openai = OpenAIBackend(tls=tls)
         self.backends: dict[str, Backend] = {
@@ -352,16 +354,22 @@ class ControlPlane:
                 self.store,
                 self.policies.load_version,
                 lambda: self.traces.flush(open_snapshots=True),
+                retained=self.retained,
+                scorer=self.difficulty,
             ),
             walks=self.walks,
             answers=answers,
         )
+
+    async def _forget_retained(self) -> None:
+        await forget_unless_kept(self.store, self.retained)
 
     def _parts(self) -> list[Part]:
         """Start order, top to bottom; ``stop`` runs it bottom to top."""
         telemetry = self.telemetry
         parts = [
             Part("store", start=self.store.migrate, stop=self.store.close),
+            Part("retained prompts", start=self._forget_retained),
             Part("cache", stop=self.cache.aclose),
             Part("object store", stop=self.objects.aclose),
             *([] if self.answers is None else [Part("answers", stop=self.answers.aclose)]),

@@ -6,7 +6,8 @@ summed per capability: decisions changed and to which tier, cloud share, spend, 
 quality and latency, logged against predicted. Two hard checks: zero privacy violations, and
 the policy's ``guard:`` block held against the logged figures (error rate is not predicted:
 replay calls nothing). Either failing marks the report ``passed: false``, so the CLI exits
-non-zero and can gate a deploy.
+non-zero and can gate a deploy. A staged router is re-read on the opt-in retained prompt
+sample among the traces (``route/rescore.py``); other decisions reuse their logged verdict.
 """
 
 from __future__ import annotations
@@ -20,13 +21,19 @@ from typing import Any
 from hybridinfer.errors import InvalidInput
 from hybridinfer.policy.document import CompiledPolicy
 from hybridinfer.policy.guard import Figures, breaches, p99
+from hybridinfer.route.difficulty import DifficultyScorer
 from hybridinfer.route.replay import Outcome, Replayer, logged_outcome
+from hybridinfer.route.rescore import Key, Rescored, replay_scorer, rescore
+from hybridinfer.store.retained import RetainedPrompts, load_retained
 from hybridinfer.store.snapshots import load_snapshots
 from hybridinfer.store.sql import SqlStore
 from hybridinfer.store.walks import Walks
 
 MAX_TRACES = 100_000
 """The most traces one replay reads."""
+MAX_RESCORED = 2_000
+"""The most retained prompts one replay re-scores (the newest): 7 to 28 ms each on 2 busy
+cores (``bench/retained.py``); the others keep their logged verdict."""
 
 
 @dataclass(slots=True)
@@ -100,22 +107,36 @@ class _Capability:
 class ReplayReport:
     """Replays traces under one policy and sums the outcomes (pure: no store)."""
 
-    def __init__(self, policy: CompiledPolicy) -> None:
+    def __init__(
+        self, policy: CompiledPolicy, rescored: Mapping[Key, Rescored] | None = None
+    ) -> None:
         self._replayer = Replayer(policy)
         self._policy = policy
+        self._rescored = rescored or {}
         self._capabilities: defaultdict[str, _Capability] = defaultdict(_Capability)
         self._all = _Capability()
+        self._sample = _Capability()
+        """The re-scored decisions alone: what the staged router predicts on the sample."""
         self.traces = 0
+        self.verdicts: Counter[str] = Counter()
+        """Decisions whose difficulty was re-scored from the retained sample, or reused."""
 
     def add(self, trace: Mapping[str, Any], snapshots: Mapping[str, Any]) -> None:
         """Replay every decision of one logged trace."""
         self.traces += 1
         for logged in trace.get("decisions") or ():
             snapshot = snapshots.get(logged.get("signals_ref") or "")
-            after = self._replayer.replay(trace, logged, snapshot)
+            rescored = self._rescored.get((trace.get("request_id") or "", logged["subtask"]))
+            if rescored is not None:
+                self.verdicts["rescored"] += 1
+            elif logged.get("difficulty"):
+                self.verdicts["reused"] += 1
+            after = self._replayer.replay(trace, logged, snapshot, rescored)
             before = logged_outcome(trace, logged)
             self._capabilities[after.capability].add(before, after)
             self._all.add(before, after)
+            if rescored is not None:
+                self._sample.add(before, after)
 
     def _figures(self, side: _Side) -> Figures:
         decisions = self._all.decisions
@@ -143,6 +164,11 @@ class ReplayReport:
             "privacy_violations": violations,
             "breaches": [breach.describe() for breach in broken],
             "passed": violations == 0 and not broken,
+            "router": {
+                "rescored": self.verdicts["rescored"],
+                "reused_verdicts": self.verdicts["reused"],
+                "sample": self._sample.describe(),
+            },
         }
 
 
@@ -155,7 +181,13 @@ class ReplayService:
         load: Callable[[str], Awaitable[CompiledPolicy]],
         flush: Callable[[], Awaitable[None]],
         clock: Callable[[], float] = time.time,
+        retained: RetainedPrompts | None = None,
+        scorer: DifficultyScorer | None = None,
     ) -> None:
+        """``retained``: the retained prompt sample (None: off); ``scorer``: the live
+        difficulty scorer, whose embedder a staged router's replay reuses."""
+        self._retained = retained
+        self._scorer = scorer
         self._store = store
         self._walks = Walks(store)
         self._load = load
@@ -163,9 +195,14 @@ class ReplayService:
         self._clock = clock
 
     async def replay(
-        self, version: str, since_s: float | None = None, traces: int | None = None
+        self,
+        version: str,
+        since_s: float | None = None,
+        traces: int | None = None,
+        router_artifact: str | None = None,
     ) -> dict[str, Any]:
-        """Re-decide the last ``traces`` traces, or those of the last ``since_s`` seconds."""
+        """Re-decide the last ``traces`` traces, or those of the last ``since_s`` seconds;
+        ``router_artifact``: a chat difficulty head to replay instead of the live one."""
         if (since_s is None) == (traces is None):
             raise InvalidInput("give exactly one of since_s and traces")
         if traces is not None and not 0 < traces <= MAX_TRACES:
@@ -179,13 +216,51 @@ class ReplayService:
         else:
             logged = await self._walks.traces_since(self._clock() - (since_s or 0.0), MAX_TRACES)
         snapshots = await load_snapshots(self._store, set(_refs(logged)))
-        report = ReplayReport(policy)
+        rescored, sample = await self._rescore(policy, logged, router_artifact)
+        report = ReplayReport(policy, rescored)
         for trace in logged:
             report.add(trace, snapshots)
         result = report.result()
+        result["router"] |= {"retained_prompts": sample, "note": _note(self._retained, sample)}
         result["baseline_versions"] = dict(Counter(t.get("policy_version") for t in logged))
         result["snapshots_found"] = len(snapshots)
         return result
+
+    async def _rescore(
+        self, policy: CompiledPolicy, logged: list[dict[str, Any]], artifact: str | None
+    ) -> tuple[dict[Key, Rescored], int]:
+        """The staged router's verdicts on the traces' retained prompts, and how many."""
+        if self._retained is None or self._scorer is None:
+            if artifact is not None:
+                raise InvalidInput(
+                    "a router artifact replays only on retained prompts, and "
+                    "retained_prompts is off (or no difficulty model is built)"
+                )
+            return {}, 0
+        ids = {str(t["request_id"]) for t in logged if t.get("request_id")}
+        prompts = await load_retained(self._store, ids, self._retained.ttl_s, self._clock())
+        found = len(prompts)
+        if not prompts:
+            return {}, 0
+        if found > MAX_RESCORED:
+            newest = sorted(prompts.items(), key=lambda item: item[1].at)[-MAX_RESCORED:]
+            prompts = dict(newest)
+        scorer = replay_scorer(self._scorer, artifact)
+        try:
+            return await rescore(scorer, policy, prompts), found
+        finally:
+            scorer.close()
+
+
+def _note(retained: RetainedPrompts | None, sample: int) -> str:
+    if retained is None:
+        return "no retained sample (retained_prompts is off): logged difficulty verdicts reused"
+    if not sample:
+        return "no retained prompt among these traces: logged difficulty verdicts reused"
+    return (
+        f"{sample} retained prompts found, re-scored under the staged router (the newest "
+        f"{MAX_RESCORED} at most); other decisions reuse their logged verdict"
+    )
 
 
 def _refs(traces: Iterable[Mapping[str, Any]]) -> Iterable[str]:

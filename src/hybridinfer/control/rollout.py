@@ -15,9 +15,10 @@ decided: the candidate is promoted (all traffic) when it is fast enough and at l
 confident, else rolled back (no traffic). The decision is stored (``model_rollouts``), read by
 every replica, and audited as ``model.rollout`` by ``system``.
 
-With a ``guard:`` block instead, the rollout is decided on the guard metrics of every
-replica's stored traces (``control/rolloutguard.py``); the decision is stored and audited the
-same way.
+With a ``guard:`` block instead, the rollout is walked as a policy canary is: the guard's steps
+one by one, each judged on the guard metrics of every replica's stored traces, by the replica
+leading walks (``control/rolloutwalk.py``). This monitor serves the step the stored walk row is
+at, and the walk's final decision is stored and audited as above.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 from sqlalchemy import insert, select
@@ -39,13 +40,10 @@ from hybridinfer.core import background
 from hybridinfer.core.trace import Trace
 from hybridinfer.errors import StoreConflict, StoreUnavailable
 from hybridinfer.policy.document import CompiledPolicy, ModelRollout, PromoteWhen
-from hybridinfer.policy.guard import Guard
 from hybridinfer.signals.registry import NodeRegistry
 from hybridinfer.store import tables
 from hybridinfer.store.sql import SqlStore, record_of
-
-if TYPE_CHECKING:
-    from hybridinfer.control.rolloutguard import GuardedRollouts
+from hybridinfer.store.walks import LIVE, Walk, Walks
 
 log = logging.getLogger(__name__)
 
@@ -120,26 +118,43 @@ class RolloutMonitor:
         store: SqlStore,
         policy: Callable[[], CompiledPolicy],
         audit: AuditLog | None = None,
-        interval_s: float = 2.0,
+        interval_s: float = 1.0,
         registry: NodeRegistry | None = None,
-        guarded: GuardedRollouts | None = None,
     ) -> None:
+        # Every second, as policy centers poll: a walk's move is served on every replica
+        # within about a second of the leader's (two small tables read per check).
         self._store = store
-        self._guarded = guarded
+        self.walks = Walks(store, table=tables.rollout_walks)
         self._policy = policy
         self._audit = audit
         self._registry = registry
         self._interval = interval_s
         self._figures: dict[tuple[str, str], VersionFigures] = {}
         self._decided: dict[str, dict[str, Any]] = {}
+        self._walked: dict[str, Walk] = {}
         self._task: asyncio.Task[None] | None = None
 
     def percent(self, rollout: ModelRollout) -> float:
-        """The candidate's share now: the policy's, or 100/0 once decided."""
+        """The candidate's share now: 100/0 once decided, else the step its walk is at, else
+        the policy's."""
+        walk = self._walking(rollout)
+        if walk is not None:
+            return walk.percent
         decided = self._decided.get(rollout.id)
-        if decided is None:
-            return rollout.percent
-        return 100.0 if decided["status"] == "promoted" else 0.0
+        if decided is not None:
+            return 100.0 if decided["status"] == "promoted" else 0.0
+        return rollout.start_percent
+
+    def _walking(self, rollout: ModelRollout) -> Walk | None:
+        """The rollout's walk while its row says it is under way. The row is what is served
+        until it records the end: the decision is stored just before it, and a replica reading
+        between the two must not serve (nor show) the one without the other."""
+        walk = self._walked.get(rollout.id) if rollout.guard is not None else None
+        return walk if walk is not None and walk.status in LIVE else None
+
+    def decided(self, rollout_id: str) -> dict[str, Any] | None:
+        """The stored decision on the rollout (as last read), if any."""
+        return self._decided.get(rollout_id)
 
     def record(self, trace: Trace) -> None:
         """Trace-sink observer: add each answer of a model under rollout to its version."""
@@ -158,7 +173,8 @@ class RolloutMonitor:
         """Every rollout of the active policy, both versions side by side."""
         described = []
         for rollout in self._policy().policy.rollouts:
-            decided = self._decided.get(rollout.id)
+            walk = self._walked.get(rollout.id) if rollout.guard is not None else None
+            decided = None if self._walking(rollout) else self._decided.get(rollout.id)
             described.append(
                 {
                     "id": rollout.id,
@@ -172,6 +188,7 @@ class RolloutMonitor:
                     if rollout.promote_when is None
                     else rollout.promote_when.model_dump(),
                     "guard": None if rollout.guard is None else rollout.guard.model_dump(),
+                    "walk": None if walk is None else walk.describe(),
                     "baseline": self._figures_of(rollout.id, "baseline").describe(),
                     "candidate_figures": self._figures_of(rollout.id, "candidate").describe(),
                     "deployments": self._deployments(rollout),
@@ -213,15 +230,17 @@ class RolloutMonitor:
                 log.warning("rollout monitor: %s", exc.message)
             await asyncio.sleep(self._interval)
 
-    async def check(self) -> None:
-        """Read decisions other replicas made; decide rollouts whose figures suffice."""
+    async def refresh(self) -> None:
+        """Read the decisions and the walks' steps the store holds (any replica's)."""
         async with self._store.transaction() as connection:
             rows = await connection.execute(select(tables.model_rollouts))
             self._decided = {str(row.id): record_of(row) for row in rows}
+        self._walked = {walk.key: walk for walk in await self.walks.all()}
+
+    async def check(self) -> None:
+        """Follow what is stored; decide ``promote_when`` rollouts whose figures suffice."""
+        await self.refresh()
         for rollout in self._policy().policy.rollouts:
-            if rollout.guard is not None and rollout.id not in self._decided:
-                await self._judge_guarded(rollout, rollout.guard)
-                continue
             if rollout.promote_when is None or rollout.id in self._decided:
                 continue
             baseline = self._figures_of(rollout.id, "baseline")
@@ -229,14 +248,6 @@ class RolloutMonitor:
             status = verdict(rollout.promote_when, baseline, candidate)
             if status is not None:
                 await self._decide(rollout, status, baseline, candidate)
-
-    async def _judge_guarded(self, rollout: ModelRollout, guard: Guard) -> None:
-        """Decide on the guard metrics of every replica's traces (``control/rolloutguard.py``)."""
-        if self._guarded is None:
-            return
-        decided = await self._guarded.judge(rollout, guard, self._policy().version)
-        if decided is not None:
-            await self._store_decision(rollout, decided.status, decided.reason, decided.comparison)
 
     async def _decide(
         self,
@@ -248,12 +259,17 @@ class RolloutMonitor:
         comparison = {"baseline": baseline.describe(), "candidate": candidate.describe()}
         winner = f"version {rollout.candidate}" if status == "promoted" else "the current version"
         reason = f"{winner} wins under promote_when {rollout.promote_when}"
-        await self._store_decision(rollout, status, reason, comparison)
+        row = await self.decide(rollout, status, reason, comparison)
+        if row is not None:
+            self._decided[rollout.id] = row
 
-    async def _store_decision(
+    async def decide(
         self, rollout: ModelRollout, status: str, reason: str, comparison: dict[str, Any]
-    ) -> None:
-        """Store the decision once for every replica, log it and audit it."""
+    ) -> dict[str, Any] | None:
+        """Store the decision once for every replica, log it and audit it; the row stored
+        (None: another replica decided first, and its decision stands). This replica serves
+        it from its next :meth:`refresh`, with the walk's row that records it."""
+        before = {"status": "running", "percent": self.percent(rollout)}
         row = {
             "id": rollout.id,
             "status": status,
@@ -264,11 +280,11 @@ class RolloutMonitor:
         try:
             async with self._store.transaction() as connection:
                 await connection.execute(insert(tables.model_rollouts).values(**row))
-        except StoreConflict:  # another replica decided first: its decision stands
-            return
-        self._decided[rollout.id] = row
+        except StoreConflict:
+            return None
         log.info("model rollout %s %s: %s", rollout.id, status, reason)
         if self._audit is not None:
-            before = {"status": "running", "percent": rollout.percent}
-            after = {"status": status, "percent": self.percent(rollout), **comparison}
+            share = 100.0 if status == "promoted" else 0.0
+            after = {"status": status, "percent": share, **comparison}
             await self._audit.record(SYSTEM, "model.rollout", rollout.id, before, after)
+        return row

@@ -33,16 +33,21 @@ async def _body(request: Request, allowed: set[str]) -> dict[str, object]:
 
 @requires("admin")
 async def replay_policy(request: Request) -> Response:
-    """Body ``{"since_s": 3600}`` or ``{"traces": 1000}``; the report (``passed`` false when
-    a guard or the privacy check would break)."""
-    body = await _body(request, {"since_s", "traces"})
+    """Body ``{"since_s": 3600}`` or ``{"traces": 1000}``, optionally ``"router_artifact"``
+    (a chat difficulty head's path on the gateway, replayed on the retained prompts); the
+    report (``passed`` false when a guard or the privacy check would break)."""
+    body = await _body(request, {"since_s", "traces", "router_artifact"})
     traces = _number(body, "traces")
     if traces is not None and traces != int(traces):
         raise InvalidInput("traces must be a whole number")
+    artifact = body.get("router_artifact")
+    if artifact is not None and not isinstance(artifact, str):
+        raise InvalidInput("router_artifact must be a path")
     report = await replay_of(request).replay(
         request.path_params["version"],
         since_s=_number(body, "since_s"),
         traces=None if traces is None else int(traces),
+        router_artifact=artifact,
     )
     return JSON(report)
 

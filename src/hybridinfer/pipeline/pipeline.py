@@ -196,6 +196,7 @@ class Pipeline:
         """Route context for the request; the trace records which policy version decides."""
         routing_key = trace.routing_key or trace.request_id
         context = self._router.context(options, task, trace.key_id, routing_key)
+        context.request_id = trace.request_id
         trace.policy_version = context.policy.version if context.policy else None
         return context
 

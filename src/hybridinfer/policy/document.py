@@ -108,20 +108,47 @@ class PromoteWhen(_Strict):
 
 
 class ModelRollout(_Strict):
-    """Send ``percent`` of a task's traffic for ``model`` to its ``candidate`` version."""
+    """Send a share of a task's traffic for ``model`` to its ``candidate`` version: a fixed
+    ``percent``, or, with a ``guard:`` block, the guard's steps walked one by one."""
 
     task: str = Field(min_length=1, max_length=200)
     model: str = Field(min_length=1, max_length=200)
     candidate: str = Field(min_length=1, max_length=100, description="the new model version")
-    percent: float = Field(gt=0.0, le=100.0)
+    percent: float | None = Field(
+        None, gt=0.0, le=100.0, description="the candidate's share (not with a guard)"
+    )
     promote_when: PromoteWhen | None = Field(
         None, description="decide automatically; without it an operator edits the policy"
     )
-    guard: Guard | None = Field(None, description="decide on the guard metrics of all replicas")
+    guard: Guard | None = Field(
+        None, description="walk the guard's steps, judged on the guard metrics of all replicas"
+    )
+
+    @model_validator(mode="after")
+    def _one_way_to_move(self) -> ModelRollout:
+        if self.guard is None:
+            if self.percent is None:
+                raise ValueError("a rollout needs a percent, or a guard whose steps it walks")
+            return self
+        if self.percent is not None:
+            raise ValueError(
+                "a guarded rollout walks its guard's steps: give guard.steps, not percent"
+            )
+        if self.promote_when is not None:
+            raise ValueError("a rollout is decided by promote_when or by a guard, not both")
+        return self
 
     @property
     def id(self) -> str:
         return f"{self.task}/{self.model}:{self.candidate}"
+
+    @property
+    def start_percent(self) -> float:
+        """The candidate's share before anything moved it: ``percent``, or the first step."""
+        if self.percent is not None:
+            return self.percent
+        assert self.guard is not None  # one of the two, by the validator
+        return self.guard.steps[0]
 
 
 DEFAULT_WEIGHTS: dict[Prefer, Weights] = {

@@ -52,6 +52,8 @@ class RouteContext:
     """What the canary and model-rollout splits hash: the same key, the same side."""
     verdicts: dict[str, Verdict] = field(default_factory=dict)
     """Subtask id → its difficulty against the policy's threshold (``route/difficulty.py``)."""
+    request_id: str = ""
+    """The request's id: what a retained prompt is kept under (``store/retained.py``)."""
 
     def activation(
         self, subtask: Subtask, nodes: Iterable[Node], signals: Signals

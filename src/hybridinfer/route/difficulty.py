@@ -37,13 +37,14 @@ import numpy.typing as npt
 
 from hybridinfer.core.chat import content_text
 from hybridinfer.core.decision import Decision, Verdict
-from hybridinfer.core.plan import Subtask
+from hybridinfer.core.plan import Privacy, Subtask
 from hybridinfer.decompose.rules import split_reference
 from hybridinfer.models.embedder import Embedder
 from hybridinfer.policy.document import DifficultyKnob, RouterPolicy
 from hybridinfer.route.context import RouteContext
 from hybridinfer.route.learned import FeatureTable, LearnedRouter
 from hybridinfer.route.router import Router
+from hybridinfer.store.retained import RetainedPrompts
 
 LIVE_MIN = 200
 """Recent prompts a live threshold needs before it replaces the reference."""
@@ -139,6 +140,13 @@ class DifficultyScorer:
         """The prompts' MiniLM embeddings, shared with the answer cache (``embedding``)."""
         self._recent: dict[str, Ranks] = {}
         self._warmed: concurrent.futures.Future[dict[str, float]] | None = None
+        self.retained: RetainedPrompts | None = None
+        """The opt-in sample of the prompts read here, kept for router replay."""
+
+    def with_heads(self, heads: Mapping[str, LearnedRouter]) -> DifficultyScorer:
+        """A scorer of its own (thread, cache, recent difficulties) on the same embedder, with
+        ``heads`` replacing these: replay scores a staged router without slowing live ones."""
+        return DifficultyScorer({**self._heads, **heads}, self._embedder)
 
     def warm(self) -> None:
         """Load the embedder and score once on the scoring thread, in the background (a
@@ -216,14 +224,16 @@ class DifficultyScorer:
         except Exception:  # a slow or broken embedder costs the semantic lookup, nothing more
             return None
 
-    async def score(self, capability: str, text: str, policy: RouterPolicy) -> Difficulty:
-        """The difficulty of ``text``; raises TimeoutError past the policy's bound and any
-        error of the model (the caller decides without it)."""
+    async def score(
+        self, capability: str, text: str, policy: RouterPolicy, bounded: bool = True
+    ) -> Difficulty:
+        """The difficulty of ``text``; raises TimeoutError past the policy's bound (unless not
+        ``bounded``: replay waits) and any error of the model (the caller decides without it)."""
         loop = asyncio.get_running_loop()
         wanted = frozenset(name for name, weight in policy.weights.items() if weight > 0)
         raw = await asyncio.wait_for(
             loop.run_in_executor(self._thread, self.signals, text, wanted),
-            policy.timeout_ms / 1000.0,
+            policy.timeout_ms / 1000.0 if bounded else None,
         )
         total = value = 0.0
         for name, weight in policy.weights.items():
@@ -306,6 +316,9 @@ async def decide_reading_difficulty(
     except Exception as error:  # a slow or broken scorer never fails the request
         decision.router_note = f"difficulty not read ({type(error).__name__}): decided without it"
         return decision
+    if scorer.retained is not None:
+        sensitive = subtask.privacy is Privacy.SENSITIVE
+        scorer.retained.offer(context.request_id, subtask.id, subtask.capability, text, sensitive)
     threshold = scorer.threshold(subtask.capability, knob, settings)
     subtask.difficulty = difficulty.value
     context.verdicts[subtask.id] = Verdict(

@@ -7,6 +7,9 @@ wishes, the prompt's difficulty verdict, and a reference to the per-second snaps
 :class:`~hybridinfer.route.router.Router` fed those instead of the live registry, so filter,
 rules, scoring and cascade are the same code that decides live traffic.
 
+The logged verdict is reused unless the prompt is in the opt-in retained sample: then the
+staged router's verdict on it is used (``route/rescore.py``).
+
 What replay cannot know is said in the outcome: a cascade's escalation is predicted from the
 confidence the logged run measured on the same deployment (``confidence_known`` is False when
 the logged run never called it); the execute-time privacy gate (names in the prompt keep it
@@ -29,6 +32,7 @@ from hybridinfer.core.topology import Deployment, Node, Tier, Zone
 from hybridinfer.errors import HybridInferError
 from hybridinfer.policy.document import CompiledPolicy
 from hybridinfer.route.context import RouteContext, RouteOptions
+from hybridinfer.route.rescore import Rescored
 from hybridinfer.route.router import Router
 from hybridinfer.route.snapshot import Shared, shared_of
 from hybridinfer.signals.budget import BudgetState
@@ -190,8 +194,11 @@ class Replayer:
         trace: Mapping[str, Any],
         logged: Mapping[str, Any],
         snapshot: Mapping[str, Any] | None,
+        rescored: Rescored | None = None,
     ) -> Outcome:
-        """The outcome of the logged decision ``logged`` of ``trace`` under this policy."""
+        """The outcome of the logged decision ``logged`` of ``trace`` under this policy;
+        ``rescored``: the prompt's verdict under the staged router, read from the retained
+        sample (``route/rescore.py``), instead of the logged one."""
         subtask = _subtask(labels_of(trace, logged["subtask"]))
         key = (subtask.capability, subtask.task)
         found = [self._option(subtask, c) for c in logged.get("candidates") or ()]
@@ -208,6 +215,8 @@ class Replayer:
         if tiers is not None:
             context.tier_cache[key] = tiers
         verdict = _verdict(logged.get("difficulty"))
+        if rescored is not None:
+            subtask.difficulty, verdict = rescored.difficulty, rescored.verdict
         if verdict is not None:
             context.verdicts[subtask.id] = verdict
         try:

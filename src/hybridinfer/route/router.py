@@ -360,7 +360,7 @@ class Router:
     def _share(self, rollout: ModelRollout) -> float:
         """A model rollout's candidate share now."""
         share = self._rollout_percent
-        return rollout.percent if share is None else share(rollout)
+        return rollout.start_percent if share is None else share(rollout)
 
     @staticmethod
     def _apply_budget(

@@ -18,12 +18,18 @@ from hybridinfer.settings.answers import AnswerSettings
 from hybridinfer.settings.change import ChangeSettings
 from hybridinfer.settings.learning import LearningSettings
 from hybridinfer.settings.resilience import ResilienceSettings
+from hybridinfer.settings.retained import RetainedPromptSettings
 from hybridinfer.settings.secrets import secret_from_file
 from hybridinfer.settings.workers import WorkerSettings
 
 
 class Settings(
-    ResilienceSettings, LearningSettings, ChangeSettings, AnswerSettings, WorkerSettings
+    ResilienceSettings,
+    LearningSettings,
+    ChangeSettings,
+    AnswerSettings,
+    WorkerSettings,
+    RetainedPromptSettings,
 ):
     """Everything the control plane (gateway + router + local runtime) is configured by."""
 

@@ -197,3 +197,29 @@ policy_walks = Table(
     Column("started_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
 )
+
+rollout_walks = Table(
+    "rollout_walks",
+    metadata,
+    Column("id", String(300), primary_key=True, doc="task/model:candidate of the rollout walked"),
+    Column("status", String(16), nullable=False, doc="walking|promoted|rolled_back|aborted"),
+    Column("step", Integer, nullable=False, doc="index into the steps"),
+    Column("step_started_at", Float, nullable=False),
+    Column("settings", Text, nullable=False, doc="the guard it walks by, JSON"),
+    Column("state", Text, nullable=False, doc="figures of each step, the breach, JSON"),
+    Column("started_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
+
+retained_prompts = Table(
+    "retained_prompts",
+    metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=True, doc="insertion order"),
+    Column("request_id", String(128), nullable=False),
+    Column("subtask_id", String(200), nullable=False),
+    Column("capability", String(100), nullable=False),
+    Column("at", Float, nullable=False, doc="unix second the prompt was scored"),
+    Column("text", Text, nullable=False, doc="the prompt the difficulty scorer read"),
+    Index("ix_retained_prompts_request", "request_id"),
+    Index("ix_retained_prompts_at", "at"),
+)

@@ -16,6 +16,7 @@ from typing import Any
 from hybridinfer.core import background
 from hybridinfer.core.trace import Trace
 from hybridinfer.errors import StoreUnavailable
+from hybridinfer.store.retained import RetainedPrompts, save_retained
 from hybridinfer.store.snapshots import SignalSnapshots, save_snapshots
 from hybridinfer.store.sql import SqlStore
 
@@ -49,6 +50,8 @@ class TraceSink:
         """Called with every finished trace (the request metrics); must be cheap."""
         self.snapshots: SignalSnapshots | None = None
         """Signal snapshots the decisions point at, written with the traces (for replay)."""
+        self.retained: RetainedPrompts | None = None
+        """The opt-in retained prompt sample, written to its own table with the traces."""
 
     @property
     def buffered(self) -> int:
@@ -106,11 +109,23 @@ class TraceSink:
                 except StoreUnavailable:
                     self.snapshots.put_back(rows)
                     raise
+            if self.retained is not None:
+                await self._flush_retained(self.retained)
             while self._pending:
                 batch = self._pending[: self._batch_size]
                 await self._store.save_traces(batch)
                 del self._pending[: len(batch)]
                 self.written += len(batch)
+
+    async def _flush_retained(self, retained: RetainedPrompts) -> None:
+        prompts = retained.drain()
+        if not prompts and not retained.purge_due():
+            return
+        try:
+            await save_retained(self._store, retained, prompts)
+        except StoreUnavailable:
+            retained.put_back(prompts)
+            raise
 
     async def _run(self) -> None:
         while True:

@@ -36,19 +36,24 @@ function walkSteps(walk) {
   ]);
 }
 
+// One walk, a policy's or a model rollout's: where it is, each breached guard, each step judged.
+function walkParts(walk) {
+  const parts = [
+    htmlEl("small", { class: "walk-at", text: ` · step ${walk.step + 1} of ${walk.settings.steps.length} at ${fmt(walk.percent, 0)} %` }),
+  ];
+  for (const breach of (walk.state && walk.state.breach) || []) {
+    parts.push(htmlEl("p", { class: "breach error", "data-guard": breach.guard, text: `breached ${breach.sentence}` }));
+  }
+  parts.push(walkSteps(walk));
+  return parts;
+}
+
 // GET /v1/rollouts' policy_walks: each walk, newest first, with the figures of every step judged.
 function renderWalks(walks) {
   document.getElementById("walk-panel").hidden = walks.length === 0;
   const container = clear(document.getElementById("walks"));
   for (const walk of walks) {
-    const children = [
-      htmlEl("strong", { text: `${walk.version}: ${walk.status}` }),
-      htmlEl("small", { class: "walk-at", text: ` · step ${walk.step + 1} of ${walk.settings.steps.length} at ${fmt(walk.percent, 0)} %` }),
-    ];
-    for (const breach of (walk.state && walk.state.breach) || []) {
-      children.push(htmlEl("p", { class: "breach error", "data-guard": breach.guard, text: `breached ${breach.sentence}` }));
-    }
-    children.push(walkSteps(walk));
+    const children = [htmlEl("strong", { text: `${walk.version}: ${walk.status}` }), ...walkParts(walk)];
     container.append(htmlEl("div", { class: `walk walk-${walk.status}`, "data-walk": walk.version }, children));
   }
 }

@@ -108,7 +108,8 @@ async function openTrace(requestId) {
   }
 }
 
-// GET /v1/rollouts: each model rollout of the active policy, both versions' figures.
+// GET /v1/rollouts: each model rollout of the active policy, both versions' figures, and a
+// guarded rollout's walk as policy walks are shown.
 function renderRollouts(rollouts) {
   document.getElementById("rollout-panel").hidden = rollouts.length === 0;
   const container = clear(document.getElementById("rollouts"));
@@ -130,6 +131,9 @@ function renderRollouts(rollouts) {
         htmlEl("thead", {}, [htmlEl("tr", {}, ["", "version", "answers", "errors", "p50 ms", "p95 ms", "mean confidence"].map((t) => htmlEl("th", { text: t })))]),
         htmlEl("tbody", {}, [row("current", "—", r.baseline), row("candidate", r.candidate, r.candidate_figures)]),
       ]),
+      ...(r.walk ? [htmlEl("div", { class: `walk walk-${r.walk.status}`, "data-walk": r.id }, [
+        htmlEl("strong", { text: `walk: ${r.walk.status}` }), ...walkParts(r.walk),
+      ])] : []),
     ]));
   }
 }
