@@ -22,7 +22,15 @@ Launch = Callable[..., Running]
 # model whichever tier this host happens to measure faster (with the default equal weights a
 # loaded host, whose in-process model answers slower than the cloud node's process, sends
 # every balanced request to the cloud and the learner has nothing to move).
-WEIGHTS = "prefer:\n  balanced: {latency: 0.25, cost: 2.0, quality: 1.0}\n"
+# The other modes keep the default policy's weights (a mode the block leaves out would get
+# equal weights, which decide by the faster tier too).
+WEIGHTS = """\
+prefer:
+  balanced: {latency: 0.25, cost: 2.0, quality: 1.0}
+  latency: {latency: 1.0, cost: 0.25, quality: 0.25}
+  cost: {latency: 0.25, cost: 1.0, quality: 0.25}
+  quality: {latency: 0.25, cost: 0.25, quality: 1.0}
+"""
 STATIC = "version: static-1\n" + WEIGHTS
 LEARNING = (
     """\
