@@ -81,6 +81,10 @@ def response_length(buffer: bytearray, head_end: int, head: bytes) -> int | None
             return position
 
 
+BARE_503 = -503
+"""The status a 503 is recorded with when it came without ``Retry-After``."""
+
+
 class ClientConnection(asyncio.Protocol):
     """One keep-alive connection carrying one request at a time."""
 
@@ -112,8 +116,11 @@ class ClientConnection(asyncio.Protocol):
         del self.buffer[:total]
         request, self.current = self.current, None
         if request is not None:
-            closing = b"connection: close" in head.lower()
-            self.generator.answered(self, request, int(head[9:12]), closing)
+            lowered = head.lower()
+            status = int(head[9:12])
+            if status == 503 and b"\r\nretry-after:" not in lowered:
+                status = BARE_503
+            self.generator.answered(self, request, status, b"connection: close" in lowered)
 
     def abandon(self) -> None:
         """Drop the connection (its request timed out); it is not reused."""
@@ -221,6 +228,8 @@ class OpenLoop:
             if request.recorded:
                 if 200 <= status < 300:
                     self.latencies_ms.append((self.loop.time() - request.scheduled) * 1000.0)
+                elif status == BARE_503:
+                    self.errors["HTTP 503 without Retry-After"] += 1
                 else:
                     self.errors[f"HTTP {status}"] += 1
         if closing:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 from bench.gateway_overhead import RateSearch, Target, hold_sustained, load
 from bench.harness import free_port
-from bench.loadgen import quantiles, response_length, unique_word
+from bench.loadgen import OpenLoop, quantiles, response_length, unique_word
 from bench.processes import upstream_process
 
 from bench import gateway_overhead
@@ -126,3 +127,29 @@ def test_varied_bodies_reach_a_real_upstream_whole(upstream: str) -> None:
     finished = subprocess.run([*command, "--vary", "XXXXXX"], capture_output=True, check=True)
     result = json.loads(finished.stdout)
     assert (result["requests"], result["ok"], result["errors"]) == (100, 100, 0)
+
+
+async def test_refusals_are_told_apart_by_their_retry_after() -> None:
+    """Every other answer a 503, half of those without ``Retry-After``: each kind counted."""
+    answers = 0
+
+    class Refusing(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            assert isinstance(transport, asyncio.WriteTransport)
+            self.transport = transport
+
+        def data_received(self, data: bytes) -> None:
+            nonlocal answers
+            answers += 1
+            kinds = {1: b"200 OK", 2: b"503 Busy\r\nRetry-After: 1", 3: b"200 OK", 0: b"503 Busy"}
+            head = b"HTTP/1.1 " + kinds[answers % 4]
+            self.transport.write(head + b"\r\nContent-Length: 2\r\n\r\nok")
+
+    server = await asyncio.get_running_loop().create_server(Refusing, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        generator = OpenLoop(f"http://127.0.0.1:{port}/", b"{}", [], 1, timeout_s=2.0)
+        result = await generator.run(rate=200, duration_s=0.4, warmup_s=0.0)
+    assert result["requests"] == 80
+    assert result["ok"] == 40
+    assert result["error_kinds"] == {"HTTP 503": 20, "HTTP 503 without Retry-After": 20}
