@@ -266,6 +266,43 @@ def hold_sustained(targets: list[Target], burst: dict[str, Any], hold_s: float) 
     return held
 
 
+GOODPUT_FACTOR = 2.0
+
+
+def goodput(targets: list[Target], sustained: dict[str, Any], hold_s: float) -> dict[str, Any]:
+    """Each gateway at twice its sustained rate for ``hold_s`` after a warm-up: answers per
+    second against the sustained rate, refusals with and without ``Retry-After``, p99 of the
+    answered (from each request's scheduled time) and every other failure."""
+    found: dict[str, Any] = {}
+    for target in targets:
+        rate = GOODPUT_FACTOR * float(sustained[target.name]["sustained_rps"])
+        if target.name == "direct" or rate < 1:
+            continue
+        result = load(target, rate, hold_s, timeout_s=2.0, warmup_s=HOLD_WARMUP_S)
+        kinds: dict[str, int] = result["error_kinds"]
+        answered_per_s = result["ok"] / hold_s
+        found[target.name] = {
+            "offered_rps": rate,
+            "sustained_rps": rate / GOODPUT_FACTOR,
+            "answered_per_s": round(answered_per_s, 1),
+            "goodput_share": round(answered_per_s / (rate / GOODPUT_FACTOR), 4),
+            "refused_503": kinds.get("HTTP 503", 0),
+            "refused_without_retry_after": kinds.get("HTTP 503 without Retry-After", 0),
+            "other_failures": {
+                kind: n for kind, n in kinds.items() if not kind.startswith("HTTP 503")
+            },
+            **_brief(result),
+        }
+        print(
+            f"  {target.name:<12} at {rate:.0f} RPS (2x sustained) for {hold_s:.0f} s: "
+            f"{answered_per_s:.0f} answered/s, {found[target.name]['refused_503']} refused, "
+            f"p99 of the answered {result['latency_ms'].get('p99', 'n/a')} ms",
+            flush=True,
+        )
+        settle(target)
+    return found
+
+
 @contextmanager
 def hybridinfer_gateway(work_dir: Path, upstream: str, workers: int = 1) -> Iterator[str]:
     """``hybridinfer gateway --config`` with one static `openai` node on the upstream; with
@@ -380,6 +417,8 @@ def main() -> None:
         burst = search_burst(targets, args.search_duration)
         print(f"highest sustained rate (< 1 % errors, p99 < 1 s, held {args.hold:.0f} s):")
         sustained = hold_sustained(targets, burst, args.hold)
+        print(f"goodput at {GOODPUT_FACTOR:.0f}x the sustained rate (held {args.hold:.0f} s):")
+        overload = goodput(targets, sustained, args.hold)
     after = os.getloadavg()
     path = write_result(
         "gateway_overhead",
@@ -392,6 +431,7 @@ def main() -> None:
             "added_ms": added(rows),
             "burst": burst,
             "sustained": sustained,
+            "goodput": overload,
             "hold_s": args.hold,
             "hold_warmup_s": HOLD_WARMUP_S,
             "workers": args.workers,
