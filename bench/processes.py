@@ -45,13 +45,13 @@ def stop_process(process: subprocess.Popen[bytes]) -> None:
 @contextmanager
 def server_process(
     command: list[str], ready_url: str, name: str, log: Path, env: dict[str, str] | None = None
-) -> Iterator[None]:
+) -> Iterator[subprocess.Popen[bytes]]:
     """A server process (output in ``log``), ready once ``ready_url`` answers; stopped after."""
     with log.open("w") as output:
         process = subprocess.Popen(command, env=env, stdout=output, stderr=output, cwd=REPO)
         try:
             wait_ready(process, ready_url, timeout_s=120, name=name)
-            yield
+            yield process
         finally:
             stop_process(process)
 

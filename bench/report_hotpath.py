@@ -80,3 +80,40 @@ def shed_section(result: dict[str, Any]) -> Lines:
         f"{verdict(share <= 0.10)}.",
         "",
     ]
+
+
+def servers_section(result: dict[str, Any]) -> Lines:
+    lines = [
+        "The same two apps served by uvicorn + httptools (the gateway's server, with its "
+        "slow-client protocol) and by Granian (Rust, one runtime thread), each in a process of "
+        f"its own, alternately, {result['rounds']} rounds of {result['duration_s']:.0f} s per "
+        "rate after 3 s of warm-up (`bench/servers.py`): `bare` answers a fixed JSON body, "
+        "`gateway` is the whole gateway on a pinned chat to an instant upstream. Medians over "
+        "rounds:",
+        "",
+    ]
+    lines += table(
+        ["app / server / rate", "server CPU per request (µs)", "p50", "p99", "worst errors"],
+        [
+            [
+                name,
+                f"{row['cpu_us_per_request']:.0f}",
+                f"{row['p50_ms']:.2f} ms",
+                f"{row['p99_ms']:.2f} ms",
+                f"{row['max_error_rate']:.2%}",
+            ]
+            for name, row in result["summary"].items()
+        ],
+    )
+    held = result["guarantees"]
+    lines += [
+        "Guarantees the gateway's server keeps, and Granian's: "
+        + "; ".join(
+            f"{name}: {'yes' if g['held'] else 'no'} ({g['how']})" for name, g in held.items()
+        )
+        + ".",
+        "",
+        *[f"Verdict: {line}." for line in result["verdicts"]],
+        "",
+    ]
+    return lines

@@ -86,7 +86,15 @@ SECTIONS = (
         "shed_cost.json",
         300,
     ),
-    Section("routing", "MMLU deferral curves", ("-m", "bench.routing"), "routing.json", 420),
+    Section(
+        "servers",
+        "uvicorn against Granian",
+        ("-m", "bench.servers"),
+        "servers.json",
+        900,  # 2 apps x 2 servers x 2 rates x 3 rounds of ~20 s
+    ),
+    # Embedding every prompt the first time on a machine takes ~11 min; cached afterwards.
+    Section("routing", "MMLU deferral curves", ("-m", "bench.routing"), "routing.json", 2400),
     Section(
         "cascade", "Sentiment and digits cascades", ("-m", "bench.cascade"), "cascade.json", 180
     ),
