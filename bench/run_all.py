@@ -86,6 +86,13 @@ SECTIONS = (
         "shed_cost.json",
         300,
     ),
+    Section(
+        "frontdoor",
+        "CPU of the front door: each concern, the old chain, the one callable",
+        ("-m", "bench.frontdoor"),
+        "frontdoor.json",
+        300,
+    ),
     Section("routing", "MMLU deferral curves", ("-m", "bench.routing"), "routing.json", 420),
     Section(
         "cascade", "Sentiment and digits cascades", ("-m", "bench.cascade"), "cascade.json", 180

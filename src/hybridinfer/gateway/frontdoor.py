@@ -6,18 +6,18 @@ deadline (``gateway/bodytimeout.py``) → authentication (the key ring's cache) 
 limit (``gateway/middleware.py``) → the router. Each concern stays one small function in its
 own module; only their composition is here.
 
-Why one callable and not a fold of middleware (house rule 6 gives way here): every request
-pays for every layer, and as a chain each layer was a call frame, a coroutine and a ``scope``
+Why one callable and not a fold of middleware (house rule 6 gives way here): every request pays
+for every layer, and as a chain each layer was a call frame, a coroutine and a ``scope``
 lookup, and three of them wrapped ``send`` again; with Starlette's own
 ``ServerErrorMiddleware`` and ``ExceptionMiddleware`` around and inside, a response message
-passed five wrappers before the server saw it. Here the router runs two frames below the
-server's call and every response message passes one ``send`` wrapper, which stamps the
-request id and notes the status for the access line and for the envelope (too late for one
-once a response has started). Starlette's pair is not needed: the envelope catches
-everything, the router's ``HTTPException`` (no route, wrong method) included
-(``middleware.envelope_for``), so no request ever gets a stack trace or a plain-text 500.
-``bench/frontdoor.py`` measures the difference. The layer classes in ``middleware.py``
-remain for any app that wants one concern alone.
+passed five wrappers before the server saw it, and the router ran twelve frames below uvicorn's
+call. Here it runs three below this callable's caller and every response message passes one
+``send`` wrapper, which stamps the request id and notes the status for the access line and for
+the envelope (too late for one once a response has started). Starlette's pair is not needed:
+the envelope catches everything, the router's ``HTTPException`` (no route, wrong method)
+included (``middleware.envelope_for``), so no request ever gets a stack trace or a plain-text
+500. ``bench/frontdoor.py`` measures the difference (``docs/architecture.md`` gives it). The
+layer classes in ``middleware.py`` remain for any app that wants one concern alone.
 """
 
 from __future__ import annotations

@@ -8,14 +8,14 @@ refused later, after holding a connection and the event loop's time. Past any bo
 request is answered at once with 503 ``overloaded`` and ``Retry-After``,
 before its body is read, so memory stays bounded however hard the gateway is pushed.
 
-The shedder is the outermost layer of the gateway, before the request id, the access log and
-the error envelope: a refusal must cost a small fraction of an answer, or a gateway past its
-peak spends its CPU refusing. It renders the same answer those layers would (the envelope, the
-caller's ``X-Request-ID`` echoed or a new one, ``Retry-After``) from pre-encoded headers, and
-refusals are logged as one ``hybridinfer.access`` line per second at most with their count,
-not one each (``hybridinfer_overloaded_total{where="gateway"}`` counts every one). Health,
-metrics, node registration and heartbeats, and the admin API are never shed: under overload
-the gateway must still see its nodes and answer its probes.
+The shedder is the first step of the gateway's front door (``gateway/frontdoor.py``), before
+the request id, the access log and the error envelope: a refusal must cost a small fraction of
+an answer, or a gateway past its peak spends its CPU refusing. It renders the same answer those
+steps would (the envelope, the caller's ``X-Request-ID`` echoed or a new one, ``Retry-After``)
+from pre-encoded headers, and refusals are logged as one ``hybridinfer.access`` line per second
+at most with their count, not one each (``hybridinfer_overloaded_total{where="gateway"}``
+counts every one). Health, metrics, node registration and heartbeats, and the admin API are
+never shed: under overload the gateway must still see its nodes and answer its probes.
 """
 
 from __future__ import annotations
