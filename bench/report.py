@@ -21,7 +21,12 @@ from bench.report_gateway import (
     metrics_section,
     profile_section,
 )
-from bench.report_hotpath import decision_section, servers_section, shed_section
+from bench.report_hotpath import (
+    decision_section,
+    frontdoor_section,
+    servers_section,
+    shed_section,
+)
 
 DOCUMENT = REPO / "docs" / "benchmarks.md"
 
@@ -212,7 +217,8 @@ SECTIONS: list[tuple[str, str, Callable[[dict[str, Any]], Lines], str]] = [
     ("metrics_cost", "1c. Cost of the request metrics", metrics_section, ""),
     ("decision", "1d. Routing decision time per subtask", decision_section, ""),
     ("shed_cost", "1e. What a refusal costs", shed_section, ""),
-    ("servers", "1f. uvicorn against Granian", servers_section, ""),
+    ("frontdoor", "1f. The front door: one callable for the middleware", frontdoor_section, ""),
+    ("servers", "1g. uvicorn against Granian", servers_section, ""),
     ("routing", "2. Routing quality: MMLU deferral curves", routing_section, "deferral curves"),
     ("cascade", "2b. Confidence cascades", cascade_section, "cascade curves"),
     ("node_throughput", "3. Node throughput vs batch size", throughput_section, "throughput"),

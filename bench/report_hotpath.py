@@ -117,3 +117,38 @@ def servers_section(result: dict[str, Any]) -> Lines:
         "",
     ]
     return lines
+
+
+def frontdoor_section(result: dict[str, Any]) -> Lines:
+    layers = result["layers"]
+    lines = [
+        f"{result['what']} (`bench/frontdoor.py`; CPU per request, `own` is the block less a "
+        "bare trivial app).",
+        "",
+    ]
+    lines += table(
+        ["around a trivial app", "CPU µs", "own µs", "frames to the app", "send wrappers"],
+        [
+            [
+                name,
+                f"{row['cpu_us']:.1f}",
+                f"{row['own_cpu_us']:.1f}",
+                str(row["frames_to_app"]),
+                str(row["send_wrappers"]),
+            ]
+            for name, row in layers.items()
+        ],
+    )
+    lines += table(
+        ["answered /v1/infer", "chain µs (median block)", "front door µs", "paired by round"],
+        [
+            [
+                way,
+                f"{rows['chain']['cpu_us']:.0f}",
+                f"{rows['front_door']['cpu_us']:.0f}",
+                f"{rows['front_door']['less_chain_us']:+.0f}",
+            ]
+            for way, rows in result["answered"].items()
+        ],
+    )
+    return lines

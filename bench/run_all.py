@@ -87,6 +87,13 @@ SECTIONS = (
         300,
     ),
     Section(
+        "frontdoor",
+        "CPU of the front door: each concern, the old chain, the one callable",
+        ("-m", "bench.frontdoor"),
+        "frontdoor.json",
+        300,
+    ),
+    Section(
         "servers",
         "uvicorn against Granian",
         ("-m", "bench.servers"),

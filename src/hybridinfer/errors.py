@@ -1,9 +1,10 @@
 """The one exception tree of hybridinfer.
 
 Every error a caller can see is a ``HybridInferError``; it carries its HTTP status and a stable
-machine-readable ``code``. One handler (``gateway.middleware.ErrorMiddleware``) renders it as
-``{"error": {"code", "message", "request_id"}}``. Adapters map their dependency's exceptions
-(aiohttp, onnxruntime, SQLAlchemy, …) into this tree, so nothing else escapes to a caller::
+machine-readable ``code``. One handler (``gateway.middleware.envelope_for``, called by the
+gateway's front door) renders it as ``{"error": {"code", "message", "request_id"}}``.
+Adapters map their dependency's exceptions (aiohttp, onnxruntime, SQLAlchemy, …) into this
+tree, so nothing else escapes to a caller::
 
     HybridInferError (500 internal_error)
     ├── InvalidRequest (400 invalid_request)

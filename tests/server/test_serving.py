@@ -14,6 +14,7 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
+from hybridinfer.server.serving import server_config
 from hybridinfer.settings import Settings
 from tests.conftest import ADMIN_KEY
 from tests.gatewayserver import running_gateway
@@ -153,3 +154,9 @@ def test_the_listen_queue_holds_the_configured_backlog(address: tuple[str, int])
     ).stdout.split()
     somaxconn = int(Path("/proc/sys/net/core/somaxconn").read_text())
     assert int(listing[2]) == min(BACKLOG, somaxconn)  # LISTEN: Recv-Q, then the backlog
+
+
+def test_uvicorn_rewrites_no_forwarded_headers() -> None:
+    """Nothing reads the client address or scheme, so no request pays for the rewrite."""
+    assert server_config(object(), "127.0.0.1", 8080).proxy_headers is False
+    assert server_config(object(), "127.0.0.1", 8080, proxy_headers=True).proxy_headers is True

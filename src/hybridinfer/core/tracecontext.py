@@ -78,7 +78,7 @@ def new_context(traceparent: str | None = None) -> TraceContext:
 
 
 CURRENT: ContextVar[TraceContext | None] = ContextVar("hybridinfer_trace_context", default=None)
-"""Set by the gateway's request-id middleware for the request being served."""
+"""Set by the gateway's front door for the request being served."""
 
 
 def current_or_new() -> TraceContext:

@@ -6,31 +6,19 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
-from starlette.requests import Request
-from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 from hybridinfer.control.plane import ControlPlane
-from hybridinfer.errors import HybridInferError, MethodNotAllowed, NotFound
 from hybridinfer.gateway.answers import ANSWER_ROUTES
 from hybridinfer.gateway.artifacts import artifact_routes
 from hybridinfer.gateway.audit import AUDIT_ROUTES
-from hybridinfer.gateway.bodytimeout import BodyTimeoutMiddleware
 from hybridinfer.gateway.change import CHANGE_ROUTES
 from hybridinfer.gateway.dashboard import DASHBOARD_ROUTES
+from hybridinfer.gateway.frontdoor import FrontDoor
 from hybridinfer.gateway.jobs import TASK_ROUTES
 from hybridinfer.gateway.keys import KEY_ROUTES
 from hybridinfer.gateway.learning import LEARNING_ROUTES
 from hybridinfer.gateway.metrics import METRICS_ROUTES
-from hybridinfer.gateway.middleware import (
-    AccessLogMiddleware,
-    AuthMiddleware,
-    ErrorMiddleware,
-    RateLimitMiddleware,
-    RequestIdMiddleware,
-)
 from hybridinfer.gateway.openai import OPENAI_ROUTES
 from hybridinfer.gateway.openapi import OPENAPI_ROUTES
 from hybridinfer.gateway.policies import POLICY_ROUTES
@@ -38,19 +26,6 @@ from hybridinfer.gateway.rollouts import ROLLOUT_ROUTES
 from hybridinfer.gateway.routes import ROUTES
 from hybridinfer.gateway.rules import RULE_ROUTES
 from hybridinfer.gateway.state import HttpOptions
-from hybridinfer.server.responses import error_response
-from hybridinfer.server.shedding import LoadShedder
-
-
-async def _http_exception(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, HTTPException)
-    error: HybridInferError
-    if exc.status_code == 405:
-        error = MethodNotAllowed(f"{request.method} is not allowed on {request.url.path}")
-    else:
-        error = NotFound(f"no route {request.url.path}")
-    return error_response(error, request.state.request_id)
-
 
 SERVICE_ROUTES: list[BaseRoute] = [
     *ROUTES,
@@ -76,7 +51,7 @@ def create_app(
 ) -> Starlette:
     """The gateway; its lifespan starts and stops ``plane``.
 
-    The middleware gets the parts it guards with; each handler gets only its service (from
+    The front door gets the parts it guards with; each handler gets only its service (from
     ``plane.services``, on ``app.state`` by name), never the plane. ``on_start`` receives the
     admin key generated at first start (None when there was none to generate), so the CLI
     can print it once.
@@ -92,11 +67,15 @@ def create_app(
         finally:
             await plane.stop()
 
-    app = Starlette(
-        routes=[*SERVICE_ROUTES, *artifact_routes(plane.objects)],
-        middleware=_middleware(plane),
-        exception_handlers={HTTPException: _http_exception},
-        lifespan=lifespan,
+    app = Starlette(routes=[*SERVICE_ROUTES, *artifact_routes(plane.objects)], lifespan=lifespan)
+    # The front door instead of Starlette's fold (its error pair and a chain of middleware):
+    # one callable, one send wrapper, the envelope for every error (gateway/frontdoor.py).
+    app.middleware_stack = FrontDoor(
+        app.router,
+        load=plane.gateway_load,
+        keys=plane.keys,
+        limiter=plane.rate_limiter,
+        body_timeout_s=plane.settings.body_timeout_s,
     )
     settings = plane.settings
     app.state.http = HttpOptions(
@@ -105,19 +84,3 @@ def create_app(
     for name, service in plane.services.by_name().items():
         setattr(app.state, name, service)
     return app
-
-
-def _middleware(plane: ControlPlane) -> list[Middleware]:
-    """Outermost first: load shedding refuses before anything else runs (a body read, a key
-    checked, a log line: ``server/shedding.py`` renders its own 503); then request id, access
-    log and the error envelope wrap the rest; then the body timeout, auth, and the caller's
-    rate limit."""
-    return [
-        Middleware(LoadShedder, load=plane.gateway_load),
-        Middleware(RequestIdMiddleware),
-        Middleware(AccessLogMiddleware),
-        Middleware(ErrorMiddleware),
-        Middleware(BodyTimeoutMiddleware, timeout_s=plane.settings.body_timeout_s),
-        Middleware(AuthMiddleware, keys=plane.keys),
-        Middleware(RateLimitMiddleware, limiter=plane.rate_limiter),
-    ]

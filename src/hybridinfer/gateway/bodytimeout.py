@@ -17,8 +17,31 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from hybridinfer.errors import RequestTimeout
 
 
+def bound_body(receive: Receive, timeout_s: float) -> Receive:
+    """``receive`` whose body chunks must all arrive within ``timeout_s`` from now."""
+    deadline = time.monotonic() + timeout_s
+    body_done = False
+
+    async def bounded_receive() -> Message:
+        nonlocal body_done
+        if body_done:
+            return await receive()
+        try:
+            async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                message = await receive()
+        except TimeoutError:
+            raise RequestTimeout(
+                f"the request body did not arrive within {timeout_s:g} s"
+            ) from None
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            body_done = True
+        return message
+
+    return bounded_receive
+
+
 class BodyTimeoutMiddleware:
-    """Bounds the time to receive a request's whole body."""
+    """``bound_body`` as one ASGI layer (the gateway's front door calls it directly)."""
 
     def __init__(self, app: ASGIApp, timeout_s: float) -> None:
         self.app = app
@@ -28,22 +51,4 @@ class BodyTimeoutMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        deadline = time.monotonic() + self._timeout_s
-        body_done = False
-
-        async def bounded_receive() -> Message:
-            nonlocal body_done
-            if body_done:
-                return await receive()
-            try:
-                async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
-                    message = await receive()
-            except TimeoutError:
-                raise RequestTimeout(
-                    f"the request body did not arrive within {self._timeout_s:g} s"
-                ) from None
-            if message["type"] != "http.request" or not message.get("more_body", False):
-                body_done = True
-            return message
-
-        await self.app(scope, bounded_receive, send)
+        await self.app(scope, bound_body(receive, self._timeout_s), send)

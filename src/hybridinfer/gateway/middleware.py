@@ -1,18 +1,27 @@
-"""Plain ASGI middleware, one concern each, composed by Starlette's fold (outermost first):
-request id → access log → errors → authentication → rate limit."""
+"""The gateway's front-door concerns, one small function each: request id, access log, the
+error envelope, authentication and the per-key rate limit.
+
+``gateway/frontdoor.py`` calls them in order from one ASGI callable (the served gateway). The
+classes below wrap each alone as a plain ASGI layer, composable by a fold (house rule 6), for
+an app that wants one concern without the rest and for measuring one concern's own cost
+(``bench/frontdoor.py``); they hold no logic of their own.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
 import uuid
+from contextlib import AbstractContextManager
 
+from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hybridinfer.control.keys import KeyRing, Principal
 from hybridinfer.control.ratelimit import RateLimiter
-from hybridinfer.errors import HybridInferError, Unauthorized
+from hybridinfer.core.tracecontext import TraceContext
+from hybridinfer.errors import HybridInferError, MethodNotAllowed, NotFound, Unauthorized
 from hybridinfer.observe.logs import request_context
 from hybridinfer.server.responses import error_response, valid_request_id
 
@@ -23,6 +32,8 @@ PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/ui", "/openapi.json"})
 # Signed object URLs carry their own HMAC authorisation (objectstore/filesystem.py); the
 # dashboard's static files hold no data (its page sends a key to the JSON APIs).
 PUBLIC_PREFIXES = ("/v1/objects/", "/ui/static/")
+QUIET_PATHS = frozenset({"/healthz", "/readyz"})
+"""Probed every few seconds by orchestrators: not worth an access line each."""
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -32,10 +43,88 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
+def assign_request_id(scope: Scope) -> str:
+    """Echo the caller's ``X-Request-ID`` (if well-formed) or make one; stamp arrival time
+    (unless the shedder already did, before the request's wait for a slot)."""
+    started = time.perf_counter()
+    given = _header(scope, b"x-request-id")
+    request_id = given if given is not None and valid_request_id(given) else uuid.uuid4().hex
+    state = scope.setdefault("state", {})
+    state["request_id"] = request_id
+    state.setdefault("started", started)
+    return request_id
+
+
+def request_scope(scope: Scope, request_id: str) -> AbstractContextManager[TraceContext]:
+    """Request and trace ids (the caller's W3C ``traceparent`` joined) in context variables
+    for log lines and outgoing calls."""
+    return request_context(request_id, _header(scope, b"traceparent"))
+
+
+def stamp_request_id(message: Message, encoded: bytes) -> None:
+    """Add ``X-Request-ID`` to a response's start message."""
+    message["headers"] = [*message.get("headers", []), (b"x-request-id", encoded)]
+
+
+def access_logged(scope: Scope) -> bool:
+    """Whether this request gets an access line (not the probes; only with INFO on)."""
+    return scope["path"] not in QUIET_PATHS and access_log.isEnabledFor(logging.INFO)
+
+
+def log_access(scope: Scope, status: int) -> None:
+    """One ``hybridinfer.access`` line (method, path, status, duration); the request id comes
+    from the context ``request_scope`` set."""
+    elapsed_ms = (time.perf_counter() - scope["state"]["started"]) * 1000.0
+    access_log.info(
+        "%s %s %d",
+        scope["method"],
+        scope["path"],
+        status,
+        extra={"status": status, "duration_ms": round(elapsed_ms, 3)},
+    )
+
+
+def envelope_for(exc: Exception, scope: Scope) -> HybridInferError | None:
+    """The error to render for ``exc`` (None: nobody to answer); logs what a caller must not
+    see. Never a stack trace, never a 500 for bad input."""
+    request_id = scope["state"]["request_id"]
+    if isinstance(exc, ClientDisconnect):  # the caller gave up before we read its body
+        log.info("client went away", extra={"request_id": request_id})
+        return None
+    if isinstance(exc, HybridInferError):
+        return exc
+    if isinstance(exc, HTTPException):  # the router's own: no route, or not this method
+        if exc.status_code == 405:
+            return MethodNotAllowed(f"{scope['method']} is not allowed on {scope['path']}")
+        return NotFound(f"no route {scope['path']}")
+    log.exception("unhandled error", extra={"request_id": request_id})
+    return HybridInferError("internal error; see the server log for this request id")
+
+
+async def authenticate(scope: Scope, keys: KeyRing) -> None:
+    """Bearer API keys on every path but the public ones; sets ``state["principal"]``."""
+    path = scope["path"]
+    if path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES):
+        return
+    authorization = _header(scope, b"authorization")
+    if authorization is None:
+        raise Unauthorized("missing API key: send 'Authorization: Bearer <key>'")
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthorized("malformed Authorization header: expected 'Bearer <key>'")
+    principal: Principal = await keys.authenticate(token.strip())
+    scope["state"]["principal"] = principal
+
+
+async def check_rate(scope: Scope, limiter: RateLimiter) -> None:
+    """Per-key request rate; 429 with ``Retry-After`` past it."""
+    principal = scope.get("state", {}).get("principal")
+    if principal is not None:
+        await limiter.check(principal.key_id, principal.rate_limit_per_minute)
+
+
 class RequestIdMiddleware:
-    """Echo the caller's ``X-Request-ID`` (if well-formed) or make one; stamp arrival time;
-    join the caller's trace (W3C ``traceparent``). Request and trace ids are put in context
-    variables for log lines and outgoing calls."""
+    """``assign_request_id`` and ``request_scope`` as one layer; stamps the response."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -44,40 +133,26 @@ class RequestIdMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = time.perf_counter()
-        given = _header(scope, b"x-request-id")
-        request_id = given if given is not None and valid_request_id(given) else uuid.uuid4().hex
-        state = scope.setdefault("state", {})
-        state["request_id"] = request_id
-        state.setdefault("started", started)  # the shedder's, when it ran first
+        request_id = assign_request_id(scope)
         encoded = request_id.encode()
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), (b"x-request-id", encoded)]
+                stamp_request_id(message, encoded)
             await send(message)
 
-        with request_context(request_id, _header(scope, b"traceparent")):
+        with request_scope(scope, request_id):
             await self.app(scope, receive, send_with_id)
 
 
-QUIET_PATHS = frozenset({"/healthz", "/readyz"})
-"""Probed every few seconds by orchestrators: not worth a line each."""
-
-
 class AccessLogMiddleware:
-    """One ``hybridinfer.access`` line per request (method, path, status, duration); the
-    request id comes from the context the request-id middleware set."""
+    """``log_access`` as one layer."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (
-            scope["type"] != "http"
-            or scope["path"] in QUIET_PATHS
-            or not access_log.isEnabledFor(logging.INFO)
-        ):
+        if scope["type"] != "http" or not access_logged(scope):
             await self.app(scope, receive, send)
             return
         status = 0
@@ -91,18 +166,11 @@ class AccessLogMiddleware:
         try:
             await self.app(scope, receive, send_noting_status)
         finally:
-            elapsed_ms = (time.perf_counter() - scope["state"]["started"]) * 1000.0
-            access_log.info(
-                "%s %s %d",
-                scope["method"],
-                scope["path"],
-                status,
-                extra={"status": status, "duration_ms": round(elapsed_ms, 3)},
-            )
+            log_access(scope, status)
 
 
 class ErrorMiddleware:
-    """Render every error in the envelope; never a stack trace, never a 500 for bad input."""
+    """``envelope_for`` as one layer: every error rendered in the envelope."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -121,53 +189,35 @@ class ErrorMiddleware:
 
         try:
             await self.app(scope, receive, tracking_send)
-        except ClientDisconnect:  # the caller gave up before we read its body: nobody to answer
-            log.info("client went away", extra={"request_id": scope["state"]["request_id"]})
         except Exception as exc:
-            request_id = scope["state"]["request_id"]
-            if isinstance(exc, HybridInferError):
-                error = exc
-            else:
-                log.exception("unhandled error", extra={"request_id": request_id})
-                error = HybridInferError("internal error; see the server log for this request id")
-            if response_started:  # too late for an envelope; the client sees a cut response
-                return
-            await error_response(error, request_id)(scope, receive, send)
+            error = envelope_for(exc, scope)
+            if error is not None and not response_started:  # else too late: a cut response
+                await error_response(error, scope["state"]["request_id"])(scope, receive, send)
 
 
 class AuthMiddleware:
-    """Bearer API keys on every path but the health probes; sets ``state["principal"]``."""
+    """``authenticate`` as one layer."""
 
     def __init__(self, app: ASGIApp, keys: KeyRing) -> None:
         self.app = app
         self._keys = keys
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope.get("path", "")
-        public = path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES)
-        if scope["type"] == "http" and not public:
-            authorization = _header(scope, b"authorization")
-            if authorization is None:
-                raise Unauthorized("missing API key: send 'Authorization: Bearer <key>'")
-            scheme, _, token = authorization.partition(" ")
-            if scheme.lower() != "bearer" or not token.strip():
-                raise Unauthorized("malformed Authorization header: expected 'Bearer <key>'")
-            principal: Principal = await self._keys.authenticate(token.strip())
-            scope["state"]["principal"] = principal
+        if scope["type"] == "http":
+            await authenticate(scope, self._keys)
         await self.app(scope, receive, send)
 
 
 class RateLimitMiddleware:
-    """Per-key request rate; 429 with ``Retry-After`` past it."""
+    """``check_rate`` as one layer."""
 
     def __init__(self, app: ASGIApp, limiter: RateLimiter) -> None:
         self.app = app
         self._limiter = limiter
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        principal = scope.get("state", {}).get("principal")
-        if scope["type"] == "http" and principal is not None:
-            await self._limiter.check(principal.key_id, principal.rate_limit_per_minute)
+        if scope["type"] == "http":
+            await check_rate(scope, self._limiter)
         await self.app(scope, receive, send)
 
 

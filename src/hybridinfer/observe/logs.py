@@ -1,8 +1,8 @@
 """Log lines that carry the request id: one JSON object per line (default) or plain text.
 
-Stdlib logging throughout. The gateway's request-id middleware puts the request id (and the
-trace id) in context variables; a filter on the handler copies them onto every record logged
-while that request is served, so any module's ``log.info(...)`` is tied to its request
+Stdlib logging throughout. The gateway's front door (its request-id step) puts the request id
+(and the trace id) in context variables; a filter on the handler copies them onto every record
+logged while that request is served, so any module's ``log.info(...)`` is tied to its request
 without passing ids around.
 """
 
@@ -23,7 +23,7 @@ from hybridinfer.core.tracecontext import CURRENT, TraceContext, new_context
 from hybridinfer.privacy.scrub import scrub
 
 REQUEST_ID: ContextVar[str | None] = ContextVar("hybridinfer_request_id", default=None)
-"""The id of the request being served (set by the gateway's request-id middleware)."""
+"""The id of the request being served (set by the gateway's front door)."""
 
 LogFormat = Literal["json", "text"]
 

@@ -137,7 +137,9 @@ def server_config(
         access_log=False,
         log_config=None,  # uvicorn's loggers go through the process's handler (logs.py)
         **server_options(tls_cert_file, tls_key_file, tls_ca_file, require_client_cert),
-        **options,
+        # uvicorn's X-Forwarded-* rewrite of the client address and scheme is a layer every
+        # request pays for, and nothing here reads either (bench/frontdoor.py measures it).
+        **{"proxy_headers": False, **options},
     )
 
 

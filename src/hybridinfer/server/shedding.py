@@ -8,14 +8,14 @@ refused later, after holding a connection and the event loop's time. Past any bo
 request is answered at once with 503 ``overloaded`` and ``Retry-After``,
 before its body is read, so memory stays bounded however hard the gateway is pushed.
 
-The shedder is the outermost layer of the gateway, before the request id, the access log and
-the error envelope: a refusal must cost a small fraction of an answer, or a gateway past its
-peak spends its CPU refusing. It renders the same answer those layers would (the envelope, the
-caller's ``X-Request-ID`` echoed or a new one, ``Retry-After``) from pre-encoded headers, and
-refusals are logged as one ``hybridinfer.access`` line per second at most with their count,
-not one each (``hybridinfer_overloaded_total{where="gateway"}`` counts every one). Health,
-metrics, node registration and heartbeats, and the admin API are never shed: under overload
-the gateway must still see its nodes and answer its probes.
+The shedder is the first step of the gateway's front door (``gateway/frontdoor.py``), before
+the request id, the access log and the error envelope: a refusal must cost a small fraction of
+an answer, or a gateway past its peak spends its CPU refusing. It renders the same answer those
+steps would (the envelope, the caller's ``X-Request-ID`` echoed or a new one, ``Retry-After``)
+from pre-encoded headers, and refusals are logged as one ``hybridinfer.access`` line per second
+at most with their count, not one each (``hybridinfer_overloaded_total{where="gateway"}``
+counts every one). Health, metrics, node registration and heartbeats, and the admin API are
+never shed: under overload the gateway must still see its nodes and answer its probes.
 """
 
 from __future__ import annotations
@@ -118,22 +118,36 @@ class LoadShedder:
         self._logged_at = float("-inf")  # the first refusal is logged at once
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not (
-            scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in SHED_PATHS
-        ):
+        if not self.sheds(scope):
             await self.app(scope, receive, send)
             return
-        # The request's clock starts before its wait for a slot (the request id layer keeps it).
-        scope.setdefault("state", {})["started"] = time.perf_counter()
-        try:
-            entered = await self._load.enter()
-        except Overloaded as refused:
-            await self._refuse(scope, send, refused)
+        entered = await self.enter(scope, send)
+        if entered is None:
             return
         try:
             await self.app(scope, receive, send)
         finally:
-            self._load.leave(entered)
+            self.leave(entered)
+
+    @staticmethod
+    def sheds(scope: Scope) -> bool:
+        """Whether the request is one that must hold a slot (an inference ``POST``)."""
+        return scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in SHED_PATHS
+
+    async def enter(self, scope: Scope, send: Send) -> float | None:
+        """Take a slot for the request (``leave`` gives it back), or refuse it: answered here
+        with 503, and None."""
+        # The request's clock starts before its wait for a slot (the request id keeps it).
+        scope.setdefault("state", {})["started"] = time.perf_counter()
+        try:
+            return await self._load.enter()
+        except Overloaded as refused:
+            await self._refuse(scope, send, refused)
+            return None
+
+    def leave(self, entered: float) -> None:
+        """Give back the slot ``enter`` took."""
+        self._load.leave(entered)
 
     async def _refuse(self, scope: Scope, send: Send, refused: Overloaded) -> None:
         given = None
