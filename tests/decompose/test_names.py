@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 
 import pytest
@@ -74,3 +76,30 @@ async def test_remembering_nothing_reads_every_time() -> None:
     for _ in range(3):
         await check.kinds_in("Jane wrote", 1.0, deadline())
     assert len(finder.read) == 3
+
+
+async def test_texts_read_before_are_answered_without_waiting_for_the_thread() -> None:
+    """While the check's one thread is stuck on a new text, a request whose texts were all
+    read before is answered at once; one new text among them still waits (and times out)."""
+    finder = Finder()
+    check = NameCheck(finder)
+    assert await check.kinds_in(["Jane wrote", "hello"], 1.0, deadline()) == ["NAME"]
+    stuck = threading.Event()
+    original = finder.find
+    finder.find = lambda text: (stuck.wait(5.0), original(text))[1]  # type: ignore[method-assign]
+    blocked = asyncio.ensure_future(check.kinds_in("a new text", 5.0, deadline()))
+    await asyncio.sleep(0.05)
+    assert await asyncio.wait_for(
+        check.kinds_in(["hello", "Jane wrote"], 1.0, deadline()), 0.5
+    ) == ["NAME"]
+    with pytest.raises(TimeoutError):
+        await check.kinds_in(["hello", "another new text"], 0.1, deadline())
+    stuck.set()
+    assert await blocked == []
+    assert check.reads == 3  # "Jane wrote", "hello", "a new text"; the repeat read nothing
+
+
+async def test_without_a_model_remembered_texts_still_fail_closed() -> None:
+    check = NameCheck(None)
+    with pytest.raises(LookupError):
+        await check.kinds_in("hello", 1.0, deadline())

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import hashlib
 import time
 from collections import OrderedDict
@@ -38,6 +39,10 @@ class Work(Protocol):
     def __call__(self, finder: Finder) -> Any: ...
 
 
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 class NameCheck:
     """Answers which names and places a value holds; raises when it cannot tell."""
 
@@ -50,7 +55,9 @@ class NameCheck:
         self._loaded: concurrent.futures.Future[None] | None = None
         self._remembered = remembered
         self._readings: OrderedDict[bytes, list[str]] = OrderedDict()
-        """Digest of a text → the kinds in it; touched only on the check's one thread."""
+        """Digest of a text → the kinds in it. Written only on the check's one thread; the
+        caller's thread looks up and refreshes entries (each one C call, atomic under the GIL)
+        so a request whose texts were all read before does not wait for the thread."""
         self.reads = 0
         """Texts the model actually read (the rest were remembered)."""
 
@@ -85,6 +92,9 @@ class NameCheck:
         runs out; any error of the model itself propagates: the caller fails closed.
         """
         texts = [text for text in strings_in(value) if text.strip()]
+        remembered = self._remembered_kinds(texts)
+        if remembered is not None:
+            return remembered
 
         def read(finder: Finder) -> list[str]:
             return [kind for text in texts for kind in self._kinds(finder, text)]
@@ -92,10 +102,28 @@ class NameCheck:
         kinds: list[str] = await self.run(read, timeout_s, deadline)
         return kinds
 
+    def _remembered_kinds(self, texts: list[str]) -> list[str] | None:
+        """The kinds in ``texts`` if every one was read before, on the caller's thread (the
+        hop to the check's thread, ~0.1-0.2 ms of CPU, is what a repeated system prompt or a
+        resent conversation would otherwise pay); None if any text is new or no model is
+        loaded (then ``kinds_in`` reads, waits or fails as it always did)."""
+        if self._finder is None or not self._remembered or not self.loaded:
+            return None
+        found: list[str] = []
+        for text in texts:
+            digest = _digest(text)
+            kinds = self._readings.get(digest)
+            if kinds is None:
+                return None
+            with contextlib.suppress(KeyError):  # dropped by the check's thread meanwhile
+                self._readings.move_to_end(digest)
+            found.extend(kinds)
+        return found
+
     def _kinds(self, finder: Finder, text: str) -> list[str]:
         """The kinds of the names in one text, remembered by its digest (on the check's thread:
         a reading that raises is not remembered, so the next request fails closed too)."""
-        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        digest = _digest(text)
         kinds = self._readings.get(digest)
         if kinds is not None:
             self._readings.move_to_end(digest)
