@@ -267,6 +267,24 @@ def hold_sustained(targets: list[Target], burst: dict[str, Any], hold_s: float) 
 
 
 GOODPUT_FACTOR = 2.0
+REPEAT_RATE, REPEAT_RUNS, REPEAT_S = 300.0, 5, 20.0
+
+
+def repeats(targets: list[Target]) -> dict[str, list[dict[str, Any]]]:
+    """``REPEAT_RUNS`` runs of ``REPEAT_S`` at ``REPEAT_RATE``, the direct call and each
+    hybridinfer path back to back in every run: whether the tail holds from run to run."""
+    chosen = [t for t in targets if t.name == "direct" or t.name.startswith("hybridinfer")]
+    found: dict[str, list[dict[str, Any]]] = {target.name: [] for target in chosen}
+    for run in range(REPEAT_RUNS):
+        for target in chosen:
+            result = load(target, REPEAT_RATE, REPEAT_S, timeout_s=2.0)
+            found[target.name].append(_brief(result))
+            print(
+                f"  run {run + 1} {target.name:<14} p50 {result['latency_ms'].get('p50')} ms, "
+                f"p99 {result['latency_ms'].get('p99')} ms, errors {result['error_rate']:.2%}",
+                flush=True,
+            )
+    return found
 
 
 def goodput(targets: list[Target], sustained: dict[str, Any], hold_s: float) -> dict[str, Any]:
@@ -413,6 +431,8 @@ def main() -> None:
             targets.append(Target("litellm", proxy, [f"Authorization: Bearer {LITELLM_KEY}"]))
         print("fixed rates (targets back to back at each rate):", flush=True)
         rows = fixed_rates(targets, args.duration)
+        print(f"{REPEAT_RUNS} runs of {REPEAT_S:.0f} s at {REPEAT_RATE:.0f} RPS:", flush=True)
+        repeated = repeats(targets)
         print(f"highest burst rate ({args.search_duration:.0f} s runs):", flush=True)
         burst = search_burst(targets, args.search_duration)
         print(f"highest sustained rate (< 1 % errors, p99 < 1 s, held {args.hold:.0f} s):")
@@ -429,6 +449,7 @@ def main() -> None:
             "generator": "bench/loadgen.py: open loop, latency from the scheduled send time",
             "fixed_rates": rows,
             "added_ms": added(rows),
+            "repeats": {"rate": REPEAT_RATE, "seconds": REPEAT_S, "runs": repeated},
             "burst": burst,
             "sustained": sustained,
             "goodput": overload,

@@ -195,7 +195,42 @@ def gateway_section(result: dict[str, Any]) -> Lines:
             "so the gateways' limits above are theirs, not the generator's.",
             "",
         ]
-    return lines + goodput_section(result.get("goodput", {}), hold)
+    return (
+        lines
+        + repeats_section(result.get("repeats"))
+        + goodput_section(result.get("goodput", {}), hold)
+    )
+
+
+def repeats_section(repeats: dict[str, Any] | None) -> Lines:
+    if not repeats:
+        return []
+    runs = repeats["runs"]
+    direct = runs.get("direct", [])
+
+    def shown(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.2f}"
+
+    rows = [
+        [name, *(shown(run["p99_ms"]) for run in data), f"{max(r['error_rate'] for r in data):.2%}"]
+        for name, data in runs.items()
+    ]
+    for name, data in runs.items():
+        if name != "direct" and len(direct) == len(data):
+            rows.append(
+                [f"{name} added", *(
+                    shown(None if run["p99_ms"] is None or base["p99_ms"] is None
+                          else run["p99_ms"] - base["p99_ms"])
+                    for run, base in zip(data, direct, strict=True)
+                ), ""]
+            )  # fmt: skip
+    count = max(len(data) for data in runs.values())
+    return [
+        f"The tail from run to run: {count} runs of {repeats['seconds']:.0f} s at "
+        f"{repeats['rate']:.0f} RPS, the paths back to back in each run (p99 in ms):",
+        "",
+        *table(["path", *(f"run {i + 1}" for i in range(count)), "worst errors"], rows),
+    ]
 
 
 def goodput_section(goodput: dict[str, Any], hold_s: float) -> Lines:

@@ -246,3 +246,19 @@ def test_a_rerun_of_some_sections_replaces_only_those_and_keeps_the_dates() -> N
     assert latest["sections"]["routing"]["date"] == "2026-11-30T10:00:00+00:00"
     assert list(latest["sections"]) == ["routing", "gateway_overhead"]  # the document's order
     assert latest["machine"]["date"] == "2026-12-02T01:00:00+00:00"
+
+
+def test_five_repeated_runs_are_all_reported_with_the_added_tail(tmp_path: Path) -> None:
+    sample = copy.deepcopy(SAMPLE)
+    run = {"p50_ms": 1.0, "error_rate": 0.0, "error_kinds": {}, "generator_cpu": 0.1}
+    sample["sections"]["gateway_overhead"]["result"]["repeats"] = {
+        "rate": 300.0,
+        "seconds": 20.0,
+        "runs": {
+            "direct": [{**run, "p99_ms": 1.0 + i} for i in range(5)],
+            "hybridinfer": [{**run, "p99_ms": 3.0 + 2 * i} for i in range(5)],
+        },
+    }
+    lines = render(sample, {}, tmp_path / "benchmarks.md").splitlines()
+    assert "| hybridinfer | 3.00 | 5.00 | 7.00 | 9.00 | 11.00 | 0.00% |" in lines
+    assert "| hybridinfer added | 2.00 | 3.00 | 4.00 | 5.00 | 6.00 |  |" in lines
