@@ -64,6 +64,7 @@ from hybridinfer.learning.engine import Learners
 from hybridinfer.learning.sync import LearnerSync
 from hybridinfer.models.store import ModelStore
 from hybridinfer.objectstore import open_store
+from hybridinfer.observe.looplag import LoopLag
 from hybridinfer.observe.metrics import Metrics
 from hybridinfer.observe.stats import TrafficWindow
 from hybridinfer.observe.telemetry import Telemetry
@@ -311,6 +312,12 @@ class ControlPlane:
         self.traces.observers.append(self.metrics.requests.record)
         self.traffic = TrafficWindow()  # the dashboard's counts (GET /v1/stats)
         self.traces.observers.append(self.traffic.record)
+        interval_ms = self.settings.loop_lag_interval_ms
+        self.loop_lag = None
+        if interval_ms > 0:
+            self.loop_lag = LoopLag(
+                self.metrics.registry, interval_ms / 1000.0, self.settings.loop_stall_ms / 1000.0
+            )
 
     def _build_services(self) -> GatewayServices:
         """One narrow service per handler family, each given only the parts it uses."""
@@ -388,6 +395,8 @@ class ControlPlane:
             Part("queue", start=self.queue.connect, stop=self.queue.close),
             Part("job workers", start=self.worker.start, stop=self.worker.stop),
         ]
+        if self.loop_lag is not None:
+            parts.append(Part("loop lag", start=self.loop_lag.start, stop=self.loop_lag.stop))
         if not self.store.url.startswith("sqlite"):  # a shared store: other replicas exist
             parts.append(Part("replica sync", start=self.replicas.start, stop=self.replicas.stop))
         metrics = self.services.metrics
