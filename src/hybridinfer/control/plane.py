@@ -167,6 +167,7 @@ class ControlPlane:
             self.learner_log,
             lambda: self.policies.current().policy.learning.feedback_window_s,
             interval_s=settings.learner_sync_interval_s,
+            enabled=lambda: self.policies.current().policy.learning.enabled,
         )
         self.router = Router(
             self.registry,
