@@ -332,7 +332,7 @@ class ControlPlane:
                 audit=self.audit,
                 breakers=self.breakers,
                 heartbeat_interval_s=settings.heartbeat_interval_s,
-                loading=self._loading,
+                loading=self.loading,
                 ejections=self.signals.ejections,
             ),
             traces=TraceService(self.traces, feedback=self.learner_log.get_feedback),
@@ -450,7 +450,7 @@ class ControlPlane:
         if self.difficulty is not None:
             self.difficulty.warm()
 
-    def _loading(self) -> str | None:
+    def loading(self) -> str | None:
         """Readiness waits for the name model (calls to the public zone would wait for it) and
         for the difficulty scorer (chats would be placed without reading their prompt)."""
         if self.names is not None and not self.names.loaded:
