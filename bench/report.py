@@ -20,6 +20,7 @@ from bench.report_gateway import (
     local_section,
     metrics_section,
     profile_section,
+    stalls_section,
 )
 from bench.report_hotpath import (
     decision_section,
@@ -213,6 +214,7 @@ def failover_section(result: dict[str, Any]) -> Lines:
 SECTIONS: list[tuple[str, str, Callable[[dict[str, Any]], Lines], str]] = [
     ("gateway_overhead", "1. Gateway overhead vs LiteLLM", gateway_section, "latency vs load"),
     ("profile_gateway", "1a. Where the gateway's CPU goes", profile_section, ""),
+    ("loop_stalls", "1a'. Event-loop stalls at a steady rate", stalls_section, ""),
     ("local_overhead", "1b. Local model path overhead", local_section, ""),
     ("metrics_cost", "1c. Cost of the request metrics", metrics_section, ""),
     ("decision", "1d. Routing decision time per subtask", decision_section, ""),

@@ -339,7 +339,9 @@ def profile_section(result: dict[str, Any]) -> Lines:
         f"py-spy at 100 Hz on the loaded gateway (`bench/profile_gateway.py`); CPU per request "
         f"from `/proc`, charged to the layer of the innermost known frame; load average "
         f"{result['load_average'][0]:.1f}. An idle gateway used "
-        f"{result['idle_cpu_share_of_core']:.1%} of a core (goal ≤ 1 %: "
+        f"{result['idle_cpu_share_of_core']:.2%} of a core over "
+        f"{result.get('idle_seconds', 20):.0f} s (load average "
+        f"{result.get('idle_load_average', result['load_average'])[0]:.1f}; goal ≤ 1 %: "
         f"{verdict(result['idle_cpu_share_of_core'] <= 0.01)}).",
         "",
     ]
@@ -359,3 +361,30 @@ def profile_section(result: dict[str, Any]) -> Lines:
             ),
         ]
     return lines
+
+
+def stalls_section(result: dict[str, Any]) -> Lines:
+    """The tail of each steady run beside what held the loop (``bench/loop_stalls.py``)."""
+    rows = []
+    for run in result["runs"]:
+        latency = run["latency_ms"]
+        full = run["collections"].get("2", {"count": 0, "total_ms": 0.0})
+        rows.append(
+            [
+                str(run["run"]),
+                ms(latency.get("p50")),
+                ms(latency.get("p99")),
+                str(run["late_probes"]["over_20ms"]),
+                str(run["late_probes"]["over_50ms"]),
+                f"{full['count']} ({full['total_ms']:.0f} ms)",
+            ]
+        )
+    headers = ["run", "p50", "p99", "probes > 20 ms late", "> 50 ms", "full collections"]
+    return [
+        f"{len(rows)} open-loop runs at {result['rate']:.0f} RPS (pinned chat), the gateway's "
+        f"loop lag probe every {result['probe_ms']:.0f} ms; load average "
+        f"{result['load_average'][0]:.1f}.",
+        "",
+        *table(headers, rows),
+        "",
+    ]

@@ -56,7 +56,14 @@ SECTIONS = (
         "Where the gateway's CPU goes (py-spy)",
         ("-m", "bench.profile_gateway"),
         "profile_gateway.json",
-        420,
+        480,  # 60 s idle, then three loaded paths
+    ),
+    Section(
+        "loop_stalls",
+        "Event-loop stalls and the tail at 300 RPS",
+        ("-m", "bench.loop_stalls"),
+        "loop_stalls.json",
+        300,
     ),
     Section(
         "local_overhead",

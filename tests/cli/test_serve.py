@@ -41,3 +41,23 @@ def test_the_workers_setting_is_read_from_the_config_too(
     result = CliRunner().invoke(main, ["gateway", "--config", str(config_file)])
     assert result.exit_code == 1
     assert "workers: 3 needs what replicas share" in result.output
+
+
+async def test_the_heap_is_frozen_again_once_the_background_models_have_loaded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The name and difficulty models load after the server starts; their objects must leave
+    the collector's reach too, or every full collection walks them under load."""
+    from hybridinfer.cli import serve
+
+    still = ["the name model", "the name model", None]
+    freezes: list[int] = []
+
+    class Loading:
+        def loading(self) -> str | None:
+            return still.pop(0) if len(still) > 1 else still[0]
+
+    monkeypatch.setattr(serve, "LOADED_POLL_S", 0.01)
+    monkeypatch.setattr(serve, "freeze_startup_heap", lambda: freezes.append(len(still)))
+    await serve._freeze_once_loaded(Loading())  # type: ignore[arg-type]
+    assert freezes == [1]  # once, after loading said it was done

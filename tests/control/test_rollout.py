@@ -94,3 +94,24 @@ async def test_the_monitor_decides_once_stores_and_audits(store: SqlStore) -> No
     assert other.percent(rollout) == 100.0
     await monitor.check()
     assert len(await audit.list(action="model.rollout")) == 1
+
+
+async def test_with_no_rollout_in_the_policy_a_check_reads_nothing(store: SqlStore) -> None:
+    plain = compile_policy("version: plain-1\n")
+    policy = [plain]
+    monitor = RolloutMonitor(store, lambda: policy[0], AuditLog(store))
+    reads = 0
+    refresh = monitor.refresh
+
+    async def counted() -> None:
+        nonlocal reads
+        reads += 1
+        await refresh()
+
+    monitor.refresh = counted  # type: ignore[method-assign]
+    for _ in range(5):
+        await monitor.check()
+    assert reads == 0
+    policy[0] = POLICY  # a policy with a rollout: followed again from the next check
+    await monitor.check()
+    assert reads == 1

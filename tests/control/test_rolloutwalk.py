@@ -245,3 +245,28 @@ async def test_another_replica_takes_the_walk_over_and_a_dropped_rollout_ends_it
     again = await follower.monitor.walks.get(ROLLOUT.id)
     assert again is not None
     assert (again.status, again.step) == ("walking", 0)
+
+
+async def test_with_no_guarded_rollout_and_no_live_walk_the_store_is_not_read(
+    store: SqlStore,
+) -> None:
+    policy = [compile_policy("version: plain-1\n")]
+    audit = AuditLog(store)
+    monitor = RolloutMonitor(store, lambda: policy[0], audit)
+    walks = RolloutWalks(store, monitor, lambda: policy[0], audit)
+    reads = 0
+    every = walks.walks.all
+
+    async def counted() -> Any:
+        nonlocal reads
+        reads += 1
+        return await every()
+
+    walks.walks.all = counted  # type: ignore[method-assign]
+    assert await walks.due() == []  # the first look reads (a walk may be live)
+    for _ in range(5):
+        assert await walks.due() == []
+    assert reads == 1
+    policy[0] = POLICY  # a guarded rollout: its walk starts on the next look
+    [started] = await walks.due()
+    assert (started.key, started.status, reads) == (ROLLOUT.id, "walking", 2)

@@ -135,3 +135,37 @@ async def test_the_walker_serves_records_and_audits_each_move(
     assert by_key["w"]["state"]["steps"][0]["canary"]["requests"] == 4
     (entry,) = await audit.list(action=action)
     assert (entry["actor"], entry["target"]) == (ACTOR, "w")
+
+
+class CountingSubject:
+    """A subject whose walks are asked for, counted; none is under way unless ``walks``."""
+
+    kind = "fake"
+
+    def __init__(self) -> None:
+        self.asked = 0
+        self.walks: list[Walk] = []
+
+    async def due(self) -> list[Walk]:
+        self.asked += 1
+        return [replace(w, status="paused") for w in self.walks]
+
+
+async def test_with_no_walk_under_way_the_loop_ticks_slower_until_nudged(
+    store: SqlStore,
+) -> None:
+    import asyncio
+
+    walker = Walker(store, AuditLog(store), no_flush, tick_s=0.05, lease_ttl_s=2.0)
+    subject = CountingSubject()
+    walker.lead(subject)  # type: ignore[arg-type]
+    walker.start()
+    try:
+        await asyncio.sleep(1.0)  # idle: a tick every 0.2 s, not every 0.05 s
+        idle = subject.asked
+        assert 3 <= idle <= 7, idle
+        walker.nudge()  # a walk began here: the next tick comes at once
+        await asyncio.sleep(0.12)  # within the idle tick it would otherwise wait for
+        assert subject.asked == idle + 1
+    finally:
+        await walker.stop()

@@ -75,3 +75,36 @@ async def test_a_reset_on_one_replica_reaches_the_other(store: SqlStore) -> None
         arms = learners.bandits["text-classification"].arms
         assert set(arms) == {CLOUD}
         assert arms[CLOUD].observed == 1
+
+
+async def test_with_learning_off_the_loop_reads_nothing_and_catches_up_once_on(
+    store: SqlStore,
+) -> None:
+    import asyncio
+
+    enabled = False
+    learners = Learners(lambda: POLICY, seed=1)
+    outcome_log = LearnerLog(store)
+    await outcome_log.append([outcome(f"o{i}", LOCAL, created_at=100.0) for i in range(5)])
+    reads = 0
+    since = outcome_log.since
+
+    async def counted(after_id: int, limit: int = 1000) -> list[dict[str, object]]:
+        nonlocal reads
+        reads += 1
+        return await since(after_id, limit)
+
+    outcome_log.since = counted  # type: ignore[method-assign,assignment]
+    sync = LearnerSync(
+        learners, outcome_log, lambda: POLICY.feedback_window_s, 0.02, lambda: enabled
+    )
+    sync.start()
+    try:
+        await asyncio.sleep(0.3)
+        assert reads == 0  # off, nothing pending: no round
+        enabled = True
+        await asyncio.sleep(0.3)
+    finally:
+        await sync.stop()
+    assert reads > 0
+    assert sync.applied_id > 0  # the rows written while it was off are applied now

@@ -31,3 +31,26 @@ async def test_one_holder_at_a_time_until_expiry_or_release(store: SqlStore) -> 
     await second.release()
     assert await first.hold()
     assert await Lease(store, "other", "b", 3.0, clock).hold()  # names are independent
+
+
+async def test_a_holder_asking_often_writes_about_once_a_third_of_the_lease(
+    store: SqlStore,
+) -> None:
+    clock = Clock()
+    lease = Lease(store, "walk", "a", 3.0, clock)
+    assert await lease.hold()  # taken: held until 1003
+    clock.now += 0.5
+    writes = 0
+    transaction = store.transaction
+
+    def counted() -> object:
+        nonlocal writes
+        writes += 1
+        return transaction()
+
+    store.transaction = counted  # type: ignore[method-assign]
+    for _ in range(12):  # asked every half second for 6 s more
+        assert await lease.hold()
+        clock.now += 0.5
+    assert writes == 6  # renewed each second (at 1001, 1002, ... 1006), not on every ask
+    assert await Lease(store, "walk", "b", 3.0, clock).leader() == "a"

@@ -56,6 +56,8 @@ def _print_key(generated: str | None) -> None:
 
 NODE_WAIT_S = 60.0
 """How long ``up`` waits for the nodes it starts to register before it says it is up."""
+LOADED_POLL_S = 0.2
+"""How often a started gateway checks whether its background models have loaded."""
 CLOUD_NODE_ID = "cloud-1"
 
 
@@ -77,6 +79,7 @@ async def serve_gateway(
     config = gateway_server_config(app, settings, timeout_graceful_shutdown=5)
     server = GracefulServer(config)
     child: Supervised | None = None
+    frozen: asyncio.Task[None] | None = None
     serving = asyncio.create_task(server.serve(sockets=worker_sockets(settings)))
     try:
         # uvicorn exposes readiness only as a flag; poll it briefly.
@@ -84,6 +87,7 @@ async def serve_gateway(
             await asyncio.sleep(0.02)
         if server.started:
             freeze_startup_heap()
+            frozen = asyncio.create_task(_freeze_once_loaded(plane), name="freeze-loaded-heap")
             if cloud_node is not None:
                 env = {**os.environ, "HYBRIDINFER_NODE_TOKEN": _secret(settings.node_token)}
                 child = Supervised("cloud node", cloud_node, env)
@@ -92,8 +96,20 @@ async def serve_gateway(
                 await _report_start(plane, serving, settings)
         await serving
     finally:
+        if frozen is not None:
+            frozen.cancel()
         if child is not None:
             await child.stop()
+
+
+async def _freeze_once_loaded(plane: ControlPlane) -> None:
+    """Freeze the heap again once the name and difficulty models have loaded (they load in
+    the background after the server starts). Left to the collector, their objects made every
+    full collection under load a pause of about 180 ms, a stall every 20 s or so at 300 RPS
+    (``bench/loop_stalls.py``)."""
+    while plane.loading() is not None:  # noqa: ASYNC110 -- loading is a flag, polled briefly
+        await asyncio.sleep(LOADED_POLL_S)
+    freeze_startup_heap()
 
 
 async def _report_start(

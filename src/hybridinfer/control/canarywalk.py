@@ -102,6 +102,7 @@ class CanaryWalker(Walker):
         await self._policies.canary(version, guard.steps[0], actor)
         walk = await self._walks.start(version, guard.model_dump(mode="json"))
         await self._audit.record(actor, "policy.walk.start", version, None, walk.describe())
+        self.nudge()
         return walk.describe()
 
     async def pause(self, version: str, actor: str) -> dict[str, Any]:
@@ -128,6 +129,8 @@ class CanaryWalker(Walker):
             version, status=status, step=walk.step, state=walk.state, step_started_at=started
         )
         await self._audit.record(actor, f"policy.walk.{status}", version, expected, status)
+        if status == "walking":
+            self.nudge()
         return await self.describe(version)
 
     async def _live(self, version: str) -> Walk:

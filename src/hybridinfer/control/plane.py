@@ -64,6 +64,7 @@ from hybridinfer.learning.engine import Learners
 from hybridinfer.learning.sync import LearnerSync
 from hybridinfer.models.store import ModelStore
 from hybridinfer.objectstore import open_store
+from hybridinfer.observe.looplag import LoopLag
 from hybridinfer.observe.metrics import Metrics
 from hybridinfer.observe.stats import TrafficWindow
 from hybridinfer.observe.telemetry import Telemetry
@@ -166,6 +167,7 @@ class ControlPlane:
             self.learner_log,
             lambda: self.policies.current().policy.learning.feedback_window_s,
             interval_s=settings.learner_sync_interval_s,
+            enabled=lambda: self.policies.current().policy.learning.enabled,
         )
         self.router = Router(
             self.registry,
@@ -311,6 +313,12 @@ class ControlPlane:
         self.traces.observers.append(self.metrics.requests.record)
         self.traffic = TrafficWindow()  # the dashboard's counts (GET /v1/stats)
         self.traces.observers.append(self.traffic.record)
+        interval_ms = self.settings.loop_lag_interval_ms
+        self.loop_lag = None
+        if interval_ms > 0:
+            self.loop_lag = LoopLag(
+                self.metrics.registry, interval_ms / 1000.0, self.settings.loop_stall_ms / 1000.0
+            )
 
     def _build_services(self) -> GatewayServices:
         """One narrow service per handler family, each given only the parts it uses."""
@@ -324,7 +332,7 @@ class ControlPlane:
                 audit=self.audit,
                 breakers=self.breakers,
                 heartbeat_interval_s=settings.heartbeat_interval_s,
-                loading=self._loading,
+                loading=self.loading,
                 ejections=self.signals.ejections,
             ),
             traces=TraceService(self.traces, feedback=self.learner_log.get_feedback),
@@ -388,6 +396,8 @@ class ControlPlane:
             Part("queue", start=self.queue.connect, stop=self.queue.close),
             Part("job workers", start=self.worker.start, stop=self.worker.stop),
         ]
+        if self.loop_lag is not None:
+            parts.append(Part("loop lag", start=self.loop_lag.start, stop=self.loop_lag.stop))
         if not self.store.url.startswith("sqlite"):  # a shared store: other replicas exist
             parts.append(Part("replica sync", start=self.replicas.start, stop=self.replicas.stop))
         metrics = self.services.metrics
@@ -440,7 +450,7 @@ class ControlPlane:
         if self.difficulty is not None:
             self.difficulty.warm()
 
-    def _loading(self) -> str | None:
+    def loading(self) -> str | None:
         """Readiness waits for the name model (calls to the public zone would wait for it) and
         for the difficulty scorer (chats would be placed without reading their prompt)."""
         if self.names is not None and not self.names.loaded:

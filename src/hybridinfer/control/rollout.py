@@ -238,7 +238,11 @@ class RolloutMonitor:
         self._walked = {walk.key: walk for walk in await self.walks.all()}
 
     async def check(self) -> None:
-        """Follow what is stored; decide ``promote_when`` rollouts whose figures suffice."""
+        """Follow what is stored; decide ``promote_when`` rollouts whose figures suffice.
+        A policy with no rollout has nothing to follow: the store is not read (what was read
+        last is kept, and the first check under a policy with rollouts reads it again)."""
+        if not self._policy().policy.rollouts:
+            return
         await self.refresh()
         for rollout in self._policy().policy.rollouts:
             if rollout.promote_when is None or rollout.id in self._decided:

@@ -71,12 +71,19 @@ class RolloutWalks:
         self.walks = Walks(store, clock, tables.rollout_walks)
         self._policy = policy
         self._audit = audit
+        self._live_seen = True
+        """Whether the last look found a live walk (True until it has looked)."""
 
     def _guarded(self) -> dict[str, ModelRollout]:
         return {r.id: r for r in self._policy().policy.rollouts if r.guard is not None}
 
     async def due(self) -> list[Walk]:
-        """Every live walk; a walk started for each guarded rollout not decided nor walking."""
+        """Every live walk; a walk started for each guarded rollout not decided nor walking.
+        With no guarded rollout in the policy and none live at the last look, there is
+        nothing to walk and the store is not read (a walk only starts from a guarded rollout,
+        and every replica serves the same policy)."""
+        if not self._guarded() and not self._live_seen:
+            return []
         await self._monitor.refresh()
         walks = {walk.key: walk for walk in await self.walks.all()}
         due = [walk for walk in walks.values() if walk.status in LIVE]
@@ -86,6 +93,7 @@ class RolloutWalks:
                 known is None or known.status not in LIVE
             ):
                 due.append(await self._begin(rollout))
+        self._live_seen = bool(due)
         return due
 
     async def _begin(self, rollout: ModelRollout) -> Walk:

@@ -42,6 +42,12 @@ log = logging.getLogger(__name__)
 ACTOR = "canary-walk"
 """Who the audit log names for the walk's own moves."""
 
+IDLE_TICKS = 4
+"""While no walk is under way the loop ticks this many times slower (at most half a lease, so
+a leader still renews in time and a follower takes over soon after an expiry); a walk started
+or resumed through this replica wakes it at once, one started through another within an idle
+tick."""
+
 
 def figures_of(traces: Iterable[Mapping[str, Any]]) -> Figures:
     """Guard figures of finished traces: errors, p99 of totals, requests any of whose
@@ -161,6 +167,10 @@ class Walker:
         self.lease = Lease(store, "canary-walk", uuid.uuid4().hex[:16], lease_ttl_s, clock)
         self.subjects: list[WalkSubject] = []
         self._task: asyncio.Task[None] | None = None
+        self._idle_tick_s = min(tick_s * IDLE_TICKS, max(lease_ttl_s / 2, tick_s))
+        self._nudged = asyncio.Event()
+        self.walking = True
+        """Whether the last tick found a walk under way (or had not looked yet)."""
 
     def lead(self, subject: WalkSubject) -> None:
         """Walk ``subject``'s walks too, under the same lease."""
@@ -185,16 +195,34 @@ class Walker:
                 log.warning("canary walk: %s", exc.message)
             except Exception:  # a loop that died silently would stop every walk
                 log.exception("canary walk tick failed")
-            await asyncio.sleep(self._tick_s)
+            await self._wait()
+
+    def nudge(self) -> None:
+        """A walk started or resumed here: judge it from the next tick, not an idle one."""
+        self.walking = True
+        self._nudged.set()
+
+    async def _wait(self) -> None:
+        """One tick while a walk is under way; while none is, the longer idle tick, cut
+        short by :meth:`nudge`."""
+        self._nudged.clear()
+        period = self._tick_s if self.walking else self._idle_tick_s
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(period):
+                await self._nudged.wait()
 
     async def tick(self) -> None:
         """If this replica leads: judge every walk under way, and move it."""
         if not await self.lease.hold():
+            self.walking = False  # a follower only needs to notice the lease expire
             return
+        walking = False
         for subject in self.subjects:
             for walk in await subject.due():
                 if walk.status == "walking":
+                    walking = True
                     await self._judge(subject, walk)
+        self.walking = walking
 
     async def _judge(self, subject: WalkSubject, walk: Walk) -> None:
         ended = await subject.ended(walk)

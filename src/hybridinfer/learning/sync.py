@@ -34,10 +34,12 @@ class LearnerSync:
         outcome_log: LearnerLog,
         window_s: Callable[[], float],
         interval_s: float = 1.0,
+        enabled: Callable[[], bool] = lambda: True,
     ) -> None:
         self._learners = learners
         self._log = outcome_log
         self._window_s = window_s
+        self._enabled = enabled
         self._interval_s = interval_s
         self._resets: dict[str, tuple[int, int]] = {}
         self.applied_id = 0
@@ -109,10 +111,17 @@ class LearnerSync:
             for row in rows:
                 self._learners.apply(with_feedback(row, explicit.get(row["request_id"]), window))
 
+    def idle(self) -> bool:
+        """Learning is off and nothing is left to write: a round would read the log for
+        nobody. The log keeps every row, so the first round after learning is switched on
+        applies everything since the last one applied (resets included), as a restart does."""
+        return not self._enabled() and not self._learners.pending
+
     async def _run(self) -> None:
         while True:
             try:
-                await self.step()
+                if not self.idle():
+                    await self.step()
             except HybridInferError as exc:
                 log.warning("learner sync: %s", exc.message)
             await asyncio.sleep(self._interval_s)

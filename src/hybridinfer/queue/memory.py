@@ -125,11 +125,19 @@ class MemoryQueue(WorkQueue):
             if remaining <= 0:
                 return []
             self._arrived.clear()
-            try:  # wake on a publish, or poll for delayed and expired messages
-                async with asyncio.timeout(min(remaining, 0.05)):
+            try:  # wake on a publish, or when a delayed message or a lease falls due
+                async with asyncio.timeout(min(remaining, self._next_due() - self._clock())):
                     await self._arrived.wait()
             except TimeoutError:
                 pass
+
+    def _next_due(self) -> float:
+        """The soonest moment a waiting message could be taken: a delayed retry's
+        ``not_before`` or an unsettled lease's expiry (infinity when there is none). Waiting
+        until then, not polling, is what keeps idle workers asleep."""
+        delayed = (message.not_before for message in self._ready)
+        expiring = (expires for _message, expires in self._leases.values())
+        return min(itertools.chain(delayed, expiring), default=float("inf"))
 
     async def dead_letters(self, max_messages: int, timeout_s: float) -> list[bytes]:
         taken: list[bytes] = []

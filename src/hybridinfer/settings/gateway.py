@@ -17,6 +17,7 @@ from hybridinfer.errors import ConfigError
 from hybridinfer.settings.answers import AnswerSettings
 from hybridinfer.settings.change import ChangeSettings
 from hybridinfer.settings.learning import LearningSettings
+from hybridinfer.settings.loop import LoopSettings
 from hybridinfer.settings.resilience import ResilienceSettings
 from hybridinfer.settings.retained import RetainedPromptSettings
 from hybridinfer.settings.secrets import secret_from_file
@@ -30,6 +31,7 @@ class Settings(
     AnswerSettings,
     WorkerSettings,
     RetainedPromptSettings,
+    LoopSettings,
 ):
     """Everything the control plane (gateway + router + local runtime) is configured by."""
 
