@@ -49,15 +49,19 @@ LLM_RECIPES: dict[str, Recipe] = {
     "sample/" + SHIPPED.label: SHIPPED,
     "sample/llm/gain/C=0.01": Candidate(("llm",), "gain", 1e-2),
     "sample/llm/gain/C=1": Candidate(("llm",), "gain", 1.0),
+    # the five loss features without the token count: is it more than length?
+    "sample/loss/gain/C=0.01": Candidate(("loss",), "gain", 1e-2),
     "sample/text+structure+llm/gain/C=0.01": Candidate((*TOPIC_FREE, "llm"), "gain", 1e-2),
+    "sample/text+structure+loss/gain/C=0.01": Candidate((*TOPIC_FREE, "loss"), "gain", 1e-2),
     "sample/shipped & llm": Ensemble((SHIPPED, Candidate(("llm",), "gain", 1e-2))),
 }
+LOSS_COLUMNS = [FEATURES.index(name) for name in FEATURES if name != "log_tokens"]
 
 
 @dataclass
 class LlmFeatureTable(FeatureTable):
-    """A feature table with one more set, ``llm``: the LLM signal (bench-only; the live
-    router has no such feature)."""
+    """A feature table with the LLM signal as one more set, ``llm``, and ``loss``, the same
+    without the token count (bench-only; the live router has no such feature)."""
 
     llm: FloatMatrix | None = None
 
@@ -65,10 +69,10 @@ class LlmFeatureTable(FeatureTable):
         """As ``FeatureTable.matrix``, ``llm`` included."""
         parts = []
         for name in features:
-            if name == "llm":
+            if name in ("llm", "loss"):
                 if self.llm is None:
                     raise ConfigError("this feature table has no LLM signal")
-                parts.append(self.llm)
+                parts.append(self.llm if name == "llm" else self.llm[:, LOSS_COLUMNS])
             else:
                 parts.append(super().matrix((name,)))
         return np.hstack(parts)
@@ -161,7 +165,10 @@ def cost_summary(measured: Measured) -> dict[str, Any]:
     edges = (0, 32, 64, 96, MAX_TOKENS)
     for low, high in pairwise(edges):
         buckets[f"{low + 1}-{high}"] = (measured.tokens > low) & (measured.tokens <= high)
-    summary: dict[str, Any] = {"max_tokens": MAX_TOKENS, "threads": THREADS}
+    summary: dict[str, Any] = {
+        "max_tokens": MAX_TOKENS,
+        "timed": "as the cached pass ran, on a shared machine; --cost times fixed threads",
+    }
     for name, rows in buckets.items():
         if rows.any():
             seconds = measured.seconds[rows]
@@ -175,7 +182,7 @@ def cost_summary(measured: Measured) -> dict[str, Any]:
 
 
 def measure_pass_cost(
-    prompts: list[str], lengths: tuple[int, ...] = (50, 128, 200), repeats: int = 30
+    prompts: list[str], lengths: tuple[int, ...] = (50, 128, 200), repeats: int = 20
 ) -> dict[str, Any]:
     """Milliseconds of one scoring pass (tokenize, evaluate, features) at fixed token counts,
     with one and two threads: the serve-time cost the live router would pay."""
