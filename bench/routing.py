@@ -34,6 +34,7 @@ import numpy as np
 
 from bench.harness import REPO, RESULTS, write_result
 from bench.routingcost import measure_cost
+from bench.routingllm import LLM_RECIPES, SAMPLE_SIZE, cost_summary, measure_sample, sample_table
 from bench.routingplot import plot
 from bench.routingsplits import Folds, category_folds, subject_folds
 from hybridinfer.route.learned import FeatureTable
@@ -139,6 +140,76 @@ def run_protocol(
     }
 
 
+def run_sample_protocol(
+    outcomes: Outcomes, table: FeatureTable, llm: FloatArray, sample: Any, folds: Folds
+) -> dict[str, Any]:
+    """The LLM-signal rows: the same folds, train and test restricted to the sample's rows;
+    random, length and the shipped recipe are refitted on the sample beside them."""
+    per_fold: dict[str, list[dict[str, float | None]]] = {}
+    curves: dict[str, list[DeferralCurve]] = {}
+    sampled = sample_table(table, sample, llm)
+    sample_outcomes = outcomes.subset(sample)
+    for _, train, test in folds:
+        train, test = train[sample], test[sample]
+        train_outcomes, test_outcomes = sample_outcomes.subset(train), sample_outcomes.subset(test)
+        scores: dict[str, FloatArray] = {
+            "sample/random": random_scores(len(test_outcomes)),
+            "sample/length": length_scores(test_outcomes.prompts),
+        }
+        for label, recipe in LLM_RECIPES.items():
+            fitted = fit_router(sampled.rows(train), train_outcomes, recipe)
+            scores[label] = fitted.score_features(sampled.rows(test))
+        for router, score in scores.items():
+            curve = deferral_curve(score, test_outcomes.weak, test_outcomes.strong)
+            curves.setdefault(router, []).append(curve)
+            per_fold.setdefault(router, []).append(curve_metrics(curve))
+    return {
+        "per_fold": per_fold,
+        "summary": {router: summarise(found) for router, found in per_fold.items()},
+        "curves": {router: mean_curve(found) for router, found in curves.items()},
+    }
+
+
+def add_llm_rows(
+    report: dict[str, Any],
+    outcomes: Outcomes,
+    table: FeatureTable,
+    cache_dir: Path,
+    size: int,
+    cached_only: bool,
+) -> None:
+    """Measure the LLM signal on the sample (from the cache when computed before) and add its
+    rows to both protocols; without llama.cpp or SmolLM2, say so and add none."""
+    from bench.routingllm import sample_mask
+
+    measured, about = measure_sample(outcomes.prompts, cache_dir, size, cached_only)
+    if measured is None:
+        print(f"LLM signal rows skipped: {about}", flush=True)
+        report["llm_signal"] = {"skipped": about}
+        return
+    sample = sample_mask(len(outcomes), len(measured.seconds))
+    groups = np.asarray(split_groups(outcomes))
+    splits = {
+        "subjects": subject_folds(list(groups), OUTER_FOLDS, seed=0),
+        "categories": category_folds(list(groups)),
+    }
+    for name, folds in splits.items():
+        found = run_sample_protocol(outcomes, table, measured.features, sample, folds)
+        protocol = report["protocols"][name]
+        for index, fold in enumerate(protocol["folds"]):
+            for router, metrics in found["per_fold"].items():
+                fold[router] = metrics[index]
+        protocol["summary"].update(found["summary"])
+        protocol["curves"].update(found["curves"])
+    report["llm_signal"] = {
+        "model": about,
+        "sample_rows": int(sample.sum()),
+        "sample_weak_quality": round(float(outcomes.weak[sample].mean()), 4),
+        "sample_strong_quality": round(float(outcomes.strong[sample].mean()), 4),
+        "cost": cost_summary(measured),
+    }
+
+
 def summarise(per_fold: list[dict[str, float | None]]) -> dict[str, Any]:
     """Mean, spread (std), worst and best fold of each metric; ``worst`` is the lowest APGR
     and the highest strong shares."""
@@ -163,7 +234,13 @@ def mean_curve(curves: list[DeferralCurve]) -> dict[str, list[float]]:
     }
 
 
-def evaluate(data_dir: Path, models_dir: Path, cache_dir: Path) -> dict[str, Any]:
+def evaluate(
+    data_dir: Path,
+    models_dir: Path,
+    cache_dir: Path,
+    llm_sample: int = SAMPLE_SIZE,
+    llm_cached_only: bool = False,
+) -> dict[str, Any]:
     outcomes = load_outcomes_dir(data_dir)
     groups = split_groups(outcomes)
     embedder = open_embedder(models_dir)
@@ -181,7 +258,7 @@ def evaluate(data_dir: Path, models_dir: Path, cache_dir: Path) -> dict[str, Any
         ),
         "categories": run_protocol(outcomes, tables, category_folds(groups), "categories"),
     }
-    return {
+    report: dict[str, Any] = {
         "data": {
             "rows": len(outcomes),
             "subjects": len(set(outcomes.groups)),
@@ -201,6 +278,8 @@ def evaluate(data_dir: Path, models_dir: Path, cache_dir: Path) -> dict[str, Any
         "protocols": protocols,
         "cost": measure_cost(outcomes.prompts, embedder),
     }
+    add_llm_rows(report, outcomes, tables["first32"], cache_dir, llm_sample, llm_cached_only)
+    return report
 
 
 def print_table(report: dict[str, Any]) -> None:
@@ -226,9 +305,23 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=default_data_dir())
     parser.add_argument("--models-dir", type=Path, default=REPO / ".hybridinfer" / "models")
     parser.add_argument("--cache-dir", type=Path, default=REPO / ".hybridinfer" / "cache")
+    parser.add_argument(
+        "--llm-sample", type=int, default=SAMPLE_SIZE, help="prompts the LLM signal is measured on"
+    )
+    parser.add_argument(
+        "--llm-cached-only",
+        action="store_true",
+        help="use only the sample's first prompts already measured by `python -m bench.routingllm`",
+    )
     args = parser.parse_args()
     started = time.perf_counter()
-    report = evaluate(args.data_dir, args.models_dir, args.cache_dir)
+    report = evaluate(
+        args.data_dir,
+        args.models_dir,
+        args.cache_dir,
+        args.llm_sample,
+        args.llm_cached_only,
+    )
     report["total_seconds"] = round(time.perf_counter() - started, 1)
     RESULTS.mkdir(parents=True, exist_ok=True)
     plot(report, RESULTS / "routing.png")

@@ -107,8 +107,10 @@ def fit_router(table: FeatureTable, outcomes: Outcomes, candidate: Recipe) -> Le
 
 def fit_ensemble(table: FeatureTable, outcomes: Outcomes, ensemble: Ensemble) -> LearnedRouter:
     """Every member fitted, its heads re-expressed on the union of the members' features."""
-    features = tuple(
-        name for name in EMBEDDING_FEATURES if any(name in m.features for m in ensemble.members)
+    named = [name for member in ensemble.members for name in member.features]
+    # the shipped sets in their fixed order, then any other set (a benchmark's) as it comes
+    features = tuple(name for name in EMBEDDING_FEATURES if name in named) + tuple(
+        dict.fromkeys(name for name in named if name not in EMBEDDING_FEATURES)
     )
     widths = {name: table.matrix((name,)).shape[1] for name in features}
     heads = []
