@@ -88,6 +88,18 @@ def routing_section(result: dict[str, Any]) -> Lines:
         for name, figures in subjects.items()
     ]
     checks = routing_targets(result)
+    llm = result.get("llm_signal")
+    sample = (
+        [
+            f"Rows named `sample/` are fitted and scored on a fixed random sample of "
+            f"{llm['sample_rows']} prompts (the local LLM's pass over every prompt, "
+            f"p50 {llm['cost']['all']['p50_ms']:.0f} ms each here, is too slow for all 14,037), "
+            "on the same folds: compare them with each other, not with the full-data rows.",
+            "",
+        ]
+        if llm
+        else []
+    )
     return [
         f"RouteLLM's MMLU outcomes ({result['data']['rows']} prompts, "
         f"{result['data']['subjects']} subjects). Two protocols, every router on the same folds: "
@@ -107,6 +119,7 @@ def routing_section(result: dict[str, Any]) -> Lines:
             ],
             rows,
         ),
+        *sample,
         *[f"Target: {name} — {measured}: {verdict(ok)}." for name, measured, ok in checks],
         "",
     ]
