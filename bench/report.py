@@ -258,7 +258,9 @@ def header(latest: dict[str, Any]) -> Lines:
         "",
         f"- Date: {machine['date']}; machine: {machine['cores']} cores, {machine['platform']}",
         f"- Versions: {versions}",
-        f"- Run time: {latest['total_seconds'] / 60:.1f} min",
+        "- Run time: "
+        f"{sum(r.get('seconds') or 0 for r in latest['sections'].values()) / 60:.1f} min, the "
+        "sections' own times summed (each section says when it ran)",
         "- The machine is shared with other work while it runs, so absolute figures are noisy; "
         "comparisons are made side by side in the same run (interleaved or back to back).",
         "",
