@@ -47,7 +47,7 @@ check: install
 unit: install
 	$(BIN)/python -m pytest -ra -m "not integration"
 
-## Every benchmark in one run (~15 min): bench/results/latest.json, plots, docs/benchmarks.md.
+## Every benchmark in one run (~1 h on 2 cores the first time): bench/results/latest.json, plots, docs/benchmarks.md.
 bench: install
 	$(BIN)/python -m bench.run_all
 
