@@ -28,17 +28,14 @@ than before the fold). Writes bench/results/frontdoor.json.
 from __future__ import annotations
 
 import asyncio
-import os
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import uvicorn
-from pydantic import SecretStr
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.errors import ServerErrorMiddleware
@@ -46,18 +43,16 @@ from starlette.middleware.exceptions import ExceptionMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
-from bench.harness import REPO, free_port, write_result
-from bench.shed_cost import BODY, KEY, HttpClient, call
+from bench.harness import free_port, write_result
+from bench.inprocess import KEY, run_in_process, started_plane
+from bench.shed_cost import BODY, HttpClient, call
 from hybridinfer.control.plane import ControlPlane
 from hybridinfer.gateway import middleware
 from hybridinfer.gateway.app import create_app
 from hybridinfer.gateway.bodytimeout import BodyTimeoutMiddleware
 from hybridinfer.gateway.frontdoor import FrontDoor
-from hybridinfer.modelzoo import build_models
-from hybridinfer.observe.logs import configure_logging
 from hybridinfer.server.serving import server_config
 from hybridinfer.server.shedding import LoadShedder
-from hybridinfer.settings import Settings
 
 LAYER_BLOCKS, LAYER_BLOCK = 20, 2000
 ANSWER_BLOCKS, ANSWER_BLOCK = 80, 100
@@ -290,33 +285,15 @@ async def measure_answered(plane: ControlPlane) -> dict[str, Any]:
 
 
 async def run(data_dir: Path) -> dict[str, Any]:
-    models_dir = REPO / ".hybridinfer" / "models"
-    build_models(models_dir)
-    settings = Settings(
-        data_dir=data_dir,
-        models_dir=models_dir,
-        bootstrap_key=SecretStr(KEY),
-        inference_threads=1,
-        answer_cache="off",  # the same body each time: time the path, not reuse
-        rate_limit_per_minute=10**9,
-    )
-    plane = ControlPlane(settings)
-    await plane.start()
-    try:
+    async with started_plane(data_dir, rate_limit_per_minute=10**9) as plane:
         return {
             "layers": await measure_layers(plane),
             "answered": await measure_answered(plane),
         }
-    finally:
-        await plane.stop()
 
 
 def main() -> None:
-    load_before = os.getloadavg()
-    with open(os.devnull, "w") as sink:
-        configure_logging("info", "json", sink)  # the access log on, as served
-        with tempfile.TemporaryDirectory() as data_dir:
-            result = asyncio.run(run(Path(data_dir)))
+    result = run_in_process(run)
     result["what"] = (
         "CPU per request through the gateway's front door: each layer alone, the old chain and "
         "the one callable around a trivial app; POST /v1/infer (local sentiment) answered "
@@ -326,8 +303,6 @@ def main() -> None:
         "layers": [LAYER_BLOCKS, LAYER_BLOCK],
         "answered": [ANSWER_BLOCKS, ANSWER_BLOCK],
     }
-    result["load_before"] = [round(x, 2) for x in load_before]
-    result["load_after"] = [round(x, 2) for x in os.getloadavg()]
     path = write_result("frontdoor", result)
     for way, figures in result["layers"].items():
         print(

@@ -18,9 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import statistics
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,15 +26,13 @@ from typing import Any
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from pydantic import SecretStr
 
 from bench.harness import REPO, percentiles, write_result
+from bench.inprocess import run_in_process, started_plane
 from bench.overhead import direct_runner
 from hybridinfer.control.plane import ControlPlane
 from hybridinfer.core.schemas import InferRequest
 from hybridinfer.core.trace import Trace
-from hybridinfer.modelzoo import build_models
-from hybridinfer.observe.logs import configure_logging
 from hybridinfer.observe.metrics import Metrics
 from hybridinfer.settings import Settings
 
@@ -218,31 +214,14 @@ def summarise(measured: dict[str, Any], alone: dict[str, float]) -> dict[str, An
 
 
 async def run(data_dir: Path) -> dict[str, Any]:
-    models_dir = REPO / ".hybridinfer" / "models"
-    build_models(models_dir)
-    settings = Settings(
-        data_dir=data_dir,
-        models_dir=models_dir,
-        bootstrap_key=SecretStr("bench-admin-key-0123456789"),
-        inference_threads=1,
-        otel_exporter="memory",
-        answer_cache="off",  # the same request each round: time the pipeline, not reuse
-    )
-    plane = ControlPlane(settings)
-    await plane.start()
-    try:
+    async with started_plane(data_dir, otel_exporter="memory") as plane:
         measured = await measure(plane)
         alone = alone_costs(plane, measured["metrics"], measured["last"])
         return summarise(measured, alone)
-    finally:
-        await plane.stop()
 
 
 def main() -> None:
-    with open(os.devnull, "w") as sink:
-        configure_logging("info", "json", sink)
-        with tempfile.TemporaryDirectory() as data_dir:
-            result = asyncio.run(run(Path(data_dir)))
+    result = run_in_process(run)
     path = write_result("metrics_cost", result)
     for mode, figures in result["pipeline_ms"].items():
         if mode == "direct":

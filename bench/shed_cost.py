@@ -28,9 +28,7 @@ envelope with code ``overloaded``. Writes bench/results/shed_cost.json.
 from __future__ import annotations
 
 import asyncio
-import os
 import statistics
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -38,12 +36,12 @@ from typing import Any
 
 import orjson
 import uvicorn
-from pydantic import SecretStr
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from bench.harness import REPO, free_port, write_result
+from bench.harness import free_port, write_result
+from bench.inprocess import KEY, run_in_process, started_plane
 from hybridinfer.control.plane import ControlPlane
 from hybridinfer.gateway.app import SERVICE_ROUTES, create_app
 from hybridinfer.gateway.bodytimeout import BodyTimeoutMiddleware
@@ -54,13 +52,9 @@ from hybridinfer.gateway.middleware import (
     RateLimitMiddleware,
     RequestIdMiddleware,
 )
-from hybridinfer.modelzoo import build_models
-from hybridinfer.observe.logs import configure_logging
 from hybridinfer.server.serving import server_config
 from hybridinfer.server.shedding import GatewayLoad, LoadShedder
-from hybridinfer.settings import Settings
 
-KEY = "bench-admin-key-0123456789"
 BLOCKS = 40
 BLOCK = 250
 BODY = orjson.dumps(
@@ -287,39 +281,20 @@ async def measure(plane: ControlPlane) -> dict[str, Any]:
 
 
 async def run(data_dir: Path) -> dict[str, Any]:
-    models_dir = REPO / ".hybridinfer" / "models"
-    build_models(models_dir)
-    settings = Settings(
-        data_dir=data_dir,
-        models_dir=models_dir,
-        bootstrap_key=SecretStr(KEY),
-        inference_threads=1,
-        answer_cache="off",  # the same body each time: time the path, not reuse
-        shed_max_in_flight=1,  # one request at a time here: the bench holds the slot to shed
-        shed_max_queued=0,
-        rate_limit_per_minute=10**9,
-    )
-    plane = ControlPlane(settings)
-    await plane.start()
-    try:
+    # One request at a time here: the bench holds the slot to shed.
+    async with started_plane(
+        data_dir, shed_max_in_flight=1, shed_max_queued=0, rate_limit_per_minute=10**9
+    ) as plane:
         return await measure(plane)
-    finally:
-        await plane.stop()
 
 
 def main() -> None:
-    load_before = os.getloadavg()
-    with open(os.devnull, "w") as sink:
-        configure_logging("info", "json", sink)  # the access log on, as served
-        with tempfile.TemporaryDirectory() as data_dir:
-            result = asyncio.run(run(Path(data_dir)))
+    result = run_in_process(run)
     result["what"] = (
         "CPU per POST /v1/infer (local sentiment) through the gateway's ASGI app: answered, "
         "refused 503 by the outermost shedder, refused 503 by the shedder where it was"
     )
     result["blocks"], result["block"] = BLOCKS, BLOCK
-    result["load_before"] = [round(x, 2) for x in load_before]
-    result["load_after"] = [round(x, 2) for x in os.getloadavg()]
     path = write_result("shed_cost", result)
     for mode in ("asgi", "http"):
         for way in [way for way in result[mode] if isinstance(result[mode][way], dict)]:
