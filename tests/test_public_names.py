@@ -51,8 +51,9 @@ SETTINGS = {
     "queue", "queue_stream", "rate_limit_mode", "rate_limit_per_minute", "redis_url",
     "redis_url_file", "request_timeout_ms", "retry_attempts", "retry_base_ms", "retry_max_ms",
     "rules_file", "s3_bucket", "s3_endpoint_url", "s3_prefix", "session_cache_bytes",
-    "shed_max_in_flight", "shed_max_queued", "shed_max_wait_ms", "shed_retry_after_s",
-    "static_nodes", "store_url", "store_url_file", "task_ack_wait_s", "task_max_attempts",
+    "shed_busy_in_flight", "shed_max_busy", "shed_max_in_flight", "shed_max_queued",
+    "shed_max_wait_ms", "shed_retry_after_s", "static_nodes", "store_url", "store_url_file",
+    "task_ack_wait_s", "task_max_attempts",
     "task_retry_base_s", "task_retry_max_s", "task_workers", "tls_ca_file", "tls_cert_file",
     "tls_client_cert_file", "tls_client_key_file", "tls_key_file",
 }  # fmt: skip

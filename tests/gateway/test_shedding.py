@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 import orjson
@@ -156,3 +157,89 @@ async def test_refusals_are_logged_once_a_second_with_their_count(
     assert load.shed == 4
     app.release.set()
     assert await running == 200
+
+
+# --- the CPU bound -----------------------------------------------------------------------------
+
+
+def busy_limit(running: int = 40) -> shedding.LoopBusy:
+    return shedding.LoopBusy(0.9, 4, 64, lambda: running)
+
+
+def test_a_busy_loop_lowers_the_limit_to_its_floor_and_an_idle_one_raises_it() -> None:
+    cpu = busy_limit(running=40)
+    cpu.observe(1.0)
+    assert cpu.limit == 64  # smoothed: one busy window is not yet over the bound
+    for _ in range(6):
+        cpu.observe(1.0)
+    assert cpu.busy > 0.9
+    assert cpu.limit < 40  # from what runs, not from the untouched ceiling
+    for _ in range(50):
+        cpu.observe(1.0)
+    assert cpu.limit == 4  # never below the floor: the gateway always makes progress
+    lowest = cpu.limit
+    for _ in range(3):
+        cpu.observe(0.2)
+    assert cpu.limit > lowest
+    for _ in range(60):
+        cpu.observe(0.2)
+    assert cpu.limit == 64
+
+
+def test_between_the_bound_and_the_release_the_limit_holds() -> None:
+    cpu = busy_limit()
+    cpu.limit = 20
+    cpu.busy = 0.85
+    for _ in range(30):
+        cpu.observe(0.85)
+    assert cpu.limit == 20
+    for _ in range(30):
+        cpu.observe(0.5)
+    assert cpu.limit == 64
+
+
+async def test_past_the_cpu_limit_new_requests_are_refused_at_once() -> None:
+    app = Blocking()
+    load = GatewayLoad(max_in_flight=64, max_queued=10, max_busy=0.9, busy_floor=2)
+    assert load.cpu is not None
+    shedder = LoadShedder(app, load)
+    running = [asyncio.create_task(call(shedder, http())) for _ in range(2)]
+    await asyncio.sleep(0)
+    load.cpu.limit, load.cpu.busy = 2, 0.97
+    _, error = await refusal(shedder, http())
+    assert "97% busy with 2 requests" in error["message"]
+    assert (load.queued, load.shed, load.limit) == (0, 1, 2)  # refused, not queued
+    app.release.set()
+    assert await asyncio.gather(*running) == [200, 200]
+    assert await call(shedder, http()) == 200  # under the limit again
+    load.cpu.stop()
+
+
+async def test_a_loop_kept_busy_lowers_its_limit_and_an_idle_one_stops_its_probe() -> None:
+    """Real clocks: a loop spinning on CPU reads as busy and lowers the limit; once idle, the
+    limit grows back, the probe lapses and nothing wakes the loop."""
+    load = GatewayLoad(max_in_flight=64, max_queued=0, max_busy=0.5, busy_floor=3)
+    assert load.cpu is not None
+    held = [await load.enter() for _ in range(10)]
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:  # CPU on the loop thread, yielding now and then
+        spin_until = time.perf_counter() + 0.002
+        while time.perf_counter() < spin_until:
+            pass
+        await asyncio.sleep(0)
+    assert load.busy > 0.8
+    assert load.limit == 3
+    for entered in held:
+        load.leave(entered)
+    for _ in range(200):  # up to 10 s
+        if load.cpu._probe is None:
+            break
+        await asyncio.sleep(0.05)
+    assert load.cpu._probe is None  # idle, and the limit back at the ceiling: lapsed
+    assert (load.busy, load.limit) == (0.0, 64)
+
+
+def test_the_cpu_bound_is_off_at_zero() -> None:
+    load = GatewayLoad(max_in_flight=5, max_queued=0, max_busy=0.0)
+    assert load.cpu is None
+    assert (load.busy, load.limit) == (0.0, 5)

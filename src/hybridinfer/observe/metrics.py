@@ -47,6 +47,10 @@ class SlotCounts(Protocol):
     def queued(self) -> int: ...
     @property
     def shed(self) -> int: ...
+    @property
+    def busy(self) -> float: ...
+    @property
+    def limit(self) -> int: ...
 
 
 class LimiterCounts(Protocol):
@@ -259,6 +263,17 @@ class PlaneCollector(Collector):
         )
         yield GaugeMetricFamily(
             "hybridinfer_gateway_queued", "Inference requests waiting for a slot.", load.queued
+        )
+        yield GaugeMetricFamily(
+            "hybridinfer_gateway_loop_busy",
+            "Share of the event loop thread's time on CPU while requests run (smoothed).",
+            load.busy,
+        )
+        yield GaugeMetricFamily(
+            "hybridinfer_gateway_limit",
+            "Inference requests let run at once (lower while the event loop is over "
+            "shed_max_busy).",
+            load.limit,
         )
         overloaded = CounterMetricFamily(
             "hybridinfer_overloaded",

@@ -8,6 +8,18 @@ refused later, after holding a connection and the event loop's time. Past any bo
 request is answered at once with 503 ``overloaded`` and ``Retry-After``,
 before its body is read, so memory stays bounded however hard the gateway is pushed.
 
+Slots bound memory, not CPU: with a fast upstream the event loop runs out of CPU long before
+its slots fill, and past that point every request let in makes all the running ones later
+(at twice the peak, answered requests waited ~300 ms). So while requests run, ``LoopBusy``
+reads the share of the loop thread's time spent on CPU every ``BUSY_WINDOW_S`` and, while it
+is over ``max_busy``, lowers the number of requests let run at once (to no fewer than
+``busy_floor``); once the loop has time to spare the limit grows back to ``max_in_flight``
+(additive increase, multiplicative decrease, as TCP's window). It reads the loop's own CPU, not
+latency, so a slow upstream (slots held while waiting, the CPU idle) is never taken for
+overload, and a busy host (less CPU for the loop) lowers the reading rather than raising it.
+A request past the limit is refused at once, never queued: a wait would only add to a loop
+already behind.
+
 The shedder is the first step of the gateway's front door (``gateway/frontdoor.py``), before
 the request id, the access log and the error envelope: a refusal must cost a small fraction of
 an answer, or a gateway past its peak spends its CPU refusing. It renders the same answer those
@@ -24,6 +36,7 @@ import asyncio
 import logging
 import time
 import uuid
+from collections.abc import Callable
 
 import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -40,6 +53,75 @@ LOG_EVERY_S = 1.0
 """Refusals are logged as one line per this many seconds at most, with their count."""
 SERVICE_ALPHA = 0.1
 """Weight of the newest request in the smoothed time a request holds its slot."""
+BUSY_WINDOW_S = 0.05
+"""How often, while requests run, the loop thread's CPU share is read."""
+BUSY_ALPHA = 0.3
+"""Weight of the newest window in the smoothed CPU share."""
+BUSY_DECREASE = 0.9
+"""Factor on the limit for each window the loop is busier than its bound."""
+BUSY_RELEASE = 0.1
+"""The limit grows again once the loop is this far under its bound."""
+
+
+class LoopBusy:
+    """The event loop thread's CPU share while requests run, and the number of requests let
+    run at once that holds it near ``max_busy``: lowered by ``BUSY_DECREASE`` each window the
+    loop is busier, raised by an eighth each window it has time to spare (AIMD). The probe is
+    a loop timer armed by the first request and left to lapse once nothing runs and the limit
+    is back at ``ceiling``: an idle gateway never wakes for it."""
+
+    def __init__(
+        self,
+        max_busy: float,
+        floor: int,
+        ceiling: int,
+        running: Callable[[], int],
+        *,
+        cpu_clock: Callable[[], float] = time.thread_time,
+    ) -> None:
+        self.max_busy = max_busy
+        self._floor = min(floor, ceiling)
+        self._ceiling = ceiling
+        self._running = running
+        self._cpu_clock = cpu_clock
+        self.busy = 0.0
+        """Smoothed share of the loop thread's time on CPU (0 while idle)."""
+        self.limit = ceiling
+        """Requests let run at once now."""
+        self._probe: asyncio.TimerHandle | None = None
+        self._since = (0.0, 0.0)
+
+    def admits(self, running: int) -> bool:
+        """Whether a new request may run, ``running`` running already; arms the probe."""
+        if self._probe is None:
+            loop = asyncio.get_running_loop()
+            self._since = (loop.time(), self._cpu_clock())
+            self._probe = loop.call_later(BUSY_WINDOW_S, self._sample, loop)
+        return running < self.limit
+
+    def observe(self, busy: float) -> None:
+        """One window's CPU share: the smoothed share and the limit move with it."""
+        self.busy += BUSY_ALPHA * (busy - self.busy)
+        if self.busy > self.max_busy:
+            running = max(self._running(), self._floor)
+            self.limit = max(self._floor, int(min(self.limit, running) * BUSY_DECREASE))
+        elif self.busy < self.max_busy - BUSY_RELEASE:
+            self.limit = min(self._ceiling, self.limit + max(1, self.limit // 8))
+
+    def _sample(self, loop: asyncio.AbstractEventLoop) -> None:
+        now, cpu = loop.time(), self._cpu_clock()
+        then, cpu_then = self._since
+        self.observe((cpu - cpu_then) / max(now - then, 1e-6))
+        if self._running() or self.limit < self._ceiling:
+            self._since = (now, cpu)
+            self._probe = loop.call_later(BUSY_WINDOW_S, self._sample, loop)
+        else:  # idle: the next request starts a fresh reading
+            self._probe, self.busy = None, 0.0
+
+    def stop(self) -> None:
+        if self._probe is not None:
+            self._probe.cancel()
+            self._probe = None
 
 
 class GatewayLoad:
@@ -51,6 +133,8 @@ class GatewayLoad:
         max_queued: int,
         max_wait_s: float = 1.0,
         retry_after_s: float = 1.0,
+        max_busy: float = 0.0,
+        busy_floor: int = 8,
     ) -> None:
         self._slots = asyncio.Semaphore(max_in_flight)
         self._max_in_flight = max_in_flight
@@ -62,16 +146,36 @@ class GatewayLoad:
         self.shed = 0
         self.service_s: float | None = None
         """Smoothed seconds a request holds its slot (None until one has left)."""
+        self.cpu = (
+            LoopBusy(max_busy, busy_floor, max_in_flight, lambda: self.in_flight + self.queued)
+            if max_busy
+            else None
+        )
+        """The CPU bound (None: off)."""
 
     async def enter(self) -> float:
         """Take a slot, waiting in line if there is room; Overloaded otherwise. Returns the
         monotonic time the slot was taken, for ``leave``."""
+        if self.cpu is not None and not self.cpu.admits(self.in_flight):
+            raise self._refuse(
+                f"its event loop is {self.cpu.busy:.0%} busy with {self.in_flight} requests"
+            )
         if not self._slots.locked():
             await self._slots.acquire()  # a free slot: no wait
         else:
             await self._wait()
         self.in_flight += 1
         return time.monotonic()
+
+    @property
+    def busy(self) -> float:
+        """Smoothed share of the loop thread's time on CPU while requests run (0: idle or off)."""
+        return self.cpu.busy if self.cpu is not None else 0.0
+
+    @property
+    def limit(self) -> int:
+        """Inference requests let run at once now (below max_in_flight while the loop is busy)."""
+        return self.cpu.limit if self.cpu is not None else self._max_in_flight
 
     def expected_wait_s(self) -> float:
         """How long a request that joins the line now should wait for a slot."""

@@ -94,6 +94,20 @@ class ResilienceSettings(BaseSettings):
     shed_max_wait_ms: int = Field(
         1000, ge=0, description="Longest wait for a slot before 503 overloaded."
     )
+    shed_max_busy: float = Field(
+        0.95,
+        ge=0.0,
+        le=1.0,
+        description="Share of one core the event loop may spend while requests run; past it "
+        "fewer inference requests run at once (down to shed_busy_in_flight) and the rest are "
+        "refused (503 overloaded with Retry-After), so the answered stay fast past the peak. "
+        "0: off (only the slot bounds).",
+    )
+    shed_busy_in_flight: int = Field(
+        8,
+        ge=1,
+        description="Inference requests let run at once however busy the event loop is.",
+    )
     shed_retry_after_s: float = Field(
         1.0, gt=0.0, description="Retry-After of a 503 overloaded answer (gateway and nodes)."
     )
