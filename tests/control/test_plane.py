@@ -7,6 +7,7 @@ import asyncio
 
 from hybridinfer.control.localtier import INPROCESS_NODE_ID, LOCAL_NODE_ID
 from hybridinfer.control.plane import ControlPlane
+from hybridinfer.errors import NoCapacity
 from hybridinfer.settings import Settings
 
 
@@ -27,10 +28,14 @@ async def test_start_registers_the_local_tier_behind_the_node_service(settings: 
     try:
         described = {node["id"] for node in plane.services.nodes.describe_all()}
         assert {LOCAL_NODE_ID, INPROCESS_NODE_ID} <= described
-        for _ in range(600):  # readiness waits for the name model (loaded on a thread)
-            if plane.names is None or plane.names.loaded:
+        for _ in range(600):  # readiness waits for the name and difficulty models (threads)
+            try:
+                await plane.services.nodes.check_ready()
                 break
-            await asyncio.sleep(0.1)
+            except NoCapacity as loading:
+                if "still loading" not in loading.message:
+                    raise
+                await asyncio.sleep(0.1)
         await plane.services.nodes.check_ready()
         assert plane.services.pipeline is plane.pipeline
         assert plane.services.jobs is plane.jobs

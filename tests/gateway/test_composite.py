@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -50,6 +51,13 @@ class RecordingLlm:
 
     async def models(self, request: Request) -> JSONResponse:
         return JSONResponse({"data": [{"id": "cloud-llm"}]})
+
+
+@pytest.fixture(autouse=True)
+def minilm(minilm_models_dir: Path) -> Path:
+    """The local extractive summariser runs on MiniLM, read from the same models folder: built
+    here so the file passes alone too, not only after another test built it."""
+    return minilm_models_dir
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -14,6 +15,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from hybridinfer.server import shedding
 from hybridinfer.server.shedding import GatewayLoad, LoadShedder
+from hybridinfer.settings import Settings
 
 
 class Blocking:
@@ -243,3 +245,22 @@ def test_the_cpu_bound_is_off_at_zero() -> None:
     load = GatewayLoad(max_in_flight=5, max_queued=0, max_busy=0.0)
     assert load.cpu is None
     assert (load.busy, load.limit) == (0.0, 5)
+
+
+def test_several_workers_leave_the_cpu_bound_off_unless_it_is_set(tmp_path: Path) -> None:
+    assert Settings(data_dir=tmp_path).loop_busy_bound == 0.95
+    assert Settings(data_dir=tmp_path, workers=2).loop_busy_bound == 0.0
+    assert Settings(data_dir=tmp_path, workers=2, shed_max_busy=0.9).loop_busy_bound == 0.9
+
+
+async def test_at_the_ceiling_the_cpu_bound_leaves_the_waiting_line_to_the_slots() -> None:
+    app = Blocking()
+    load = GatewayLoad(max_in_flight=2, max_queued=2, max_wait_s=5.0, max_busy=0.9)
+    shedder = LoadShedder(app, load)
+    admitted = [asyncio.create_task(call(shedder, http())) for _ in range(4)]
+    await asyncio.sleep(0.01)
+    assert (load.in_flight, load.queued, load.limit) == (2, 2, 2)  # two run, two wait
+    app.release.set()
+    assert await asyncio.gather(*admitted) == [200] * 4
+    assert load.cpu is not None
+    load.cpu.stop()

@@ -97,7 +97,8 @@ class LoopBusy:
             loop = asyncio.get_running_loop()
             self._since = (loop.time(), self._cpu_clock())
             self._probe = loop.call_later(BUSY_WINDOW_S, self._sample, loop)
-        return running < self.limit
+        # At the ceiling the slots decide (a request may wait for one); under it, refused.
+        return self.limit >= self._ceiling or running < self.limit
 
     def observe(self, busy: float) -> None:
         """One window's CPU share: the smoothed share and the limit move with it."""
