@@ -17,8 +17,8 @@ is over ``max_busy``, lowers the number of requests let run at once (to no fewer
 (additive increase, multiplicative decrease, as TCP's window). It reads the loop's own CPU, not
 latency, so a slow upstream (slots held while waiting, the CPU idle) is never taken for
 overload, and a busy host (less CPU for the loop) lowers the reading rather than raising it.
-A request past the limit is refused at once, never queued: a wait would only add to a loop
-already behind.
+While the limit is under ``max_in_flight`` a request past it is refused at once, never
+queued: a wait would only add to a loop already behind.
 
 The shedder is the first step of the gateway's front door (``gateway/frontdoor.py``), before
 the request id, the access log and the error envelope: a refusal must cost a small fraction of
