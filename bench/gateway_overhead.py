@@ -10,11 +10,16 @@ three ways by the same open-loop load generator (``bench/loadgen.py``, its own p
                 master key set, no database, no callbacks;
   hybridinfer-2w — with ``--workers 2``: the same gateway as two worker processes on one
                 port (SO_REUSEPORT), on Redis and a fresh PostgreSQL database as workers
-                require (``HYBRIDINFER_BENCH_POSTGRES``, ``HYBRIDINFER_BENCH_REDIS``).
+                require (``HYBRIDINFER_BENCH_POSTGRES``, ``HYBRIDINFER_BENCH_REDIS``);
+  hybridinfer-new, -auto, -auto-new — the one-process gateway at the fixed rates only: the
+                pinned model with a word of its own in every prompt (nothing one request's
+                privacy scan read serves the next), and ``model: "auto"`` with the same prompt
+                and with new ones (the router reads each prompt; auto minus pinned is its cost).
 
-Fixed rates (10, 30, 100, 300 RPS) run the three back to back at each rate, so machine noise
-falls on all alike; then each one's highest burst rate (3 s runs, < 1 % errors and p99 < 1 s)
-is searched in interleaved rounds, and from it the highest *sustained* rate: the same rule over
+Fixed rates (10, 30, 100, 300, 1,000 RPS) run every path back to back at each rate, so machine
+noise falls on all alike (a path that failed a rate is not run at the higher ones); then each
+one's highest burst rate (3 s runs, < 1 % errors and p99 < 1 s) is searched in interleaved
+rounds, and from it the highest *sustained* rate: the same rule over
 a 30 s hold after 5 s of warm-up, a fifth lower per failed hold. Added latency = gateway -
 direct at the same percentile.
 
@@ -47,12 +52,22 @@ from bench.processes import server_process, upstream_process
 from bench.scaleout import POSTGRES, REDIS_URL, admin
 from bench.upstream import MODEL
 
-RATES = (10, 30, 100, 300)
+RATES = (10, 30, 100, 300, 1000)
 KEY = "bench-admin-key-0123456789"
 LITELLM_KEY = "sk-bench-0123456789abcdef0123456789abcdef"
-BODY = json.dumps(
-    {"model": MODEL, "messages": [{"role": "user", "content": "Say ok."}], "max_tokens": 8}
-)
+VARY = "XXXXXXXX"
+"""Where a run with new prompts puts a word of its own in every request."""
+
+
+def chat_body(model: str, vary: bool = False) -> str:
+    """The benchmark's short chat for ``model``; with ``vary``, a word of its own per request."""
+    content = f"Say ok ({VARY})." if vary else "Say ok."
+    messages = [{"role": "user", "content": content}]
+    return json.dumps({"model": model, "messages": messages, "max_tokens": 8})
+
+
+BODY = chat_body(MODEL)
+
 GATEWAY_CONFIG = """\
 port: {port}
 data_dir: {data_dir}
@@ -78,6 +93,9 @@ class Target:
     name: str
     url: str
     headers: list[str] = field(default_factory=list)
+    body: str = BODY
+    vary: bool = False
+    """Every request's prompt carries a word of its own (``VARY`` replaced by the generator)."""
 
 
 def load(
@@ -86,7 +104,9 @@ def load(
     """One open-loop run in a separate generator process (``warmup_s`` unrecorded first)."""
     command = [sys.executable, "-m", "bench.loadgen", "--url", f"{target.url}/v1/chat/completions"]
     command += ["--rate", str(rate), "--duration", str(duration_s), "--warmup", str(warmup_s)]
-    command += ["--timeout", str(timeout_s), "--body", BODY]
+    command += ["--timeout", str(timeout_s), "--body", target.body]
+    if target.vary:
+        command += ["--vary", VARY]
     for header in target.headers:
         command += ["--header", header]
     finished = subprocess.run(
@@ -174,9 +194,15 @@ def settle(target: Target, timeout_s: float = 15.0) -> None:
 
 
 def fixed_rates(targets: list[Target], duration_s: float) -> list[dict[str, Any]]:
+    """Every target at each of ``RATES`` back to back; a target that did not sustain a rate is
+    not run at the higher ones (its backlog would only spill onto the next target's run)."""
     rows = []
+    failed: set[str] = set()
     for rate in RATES:
         for target in targets:
+            if target.name in failed:
+                print(f"  {rate:>4} RPS {target.name:<12} not run: failed a lower rate", flush=True)
+                continue
             result = load(target, rate, duration_s, timeout_s=5.0)
             rows.append({"target": target.name, **result})
             latency = result["latency_ms"]
@@ -187,6 +213,7 @@ def fixed_rates(targets: list[Target], duration_s: float) -> list[dict[str, Any]
                 flush=True,
             )
             if not sustains(result):
+                failed.add(target.name)
                 settle(target)
     return rows
 
@@ -412,13 +439,16 @@ def main() -> None:
         work = Path(tmp)
         upstream = stack.enter_context(upstream_process(free_port()))
         targets = [Target("direct", upstream)]
-        targets.append(
-            Target(
-                "hybridinfer",
-                stack.enter_context(hybridinfer_gateway(work, upstream)),
-                [f"Authorization: Bearer {KEY}"],
-            )
-        )
+        one = stack.enter_context(hybridinfer_gateway(work, upstream))
+        auth = [f"Authorization: Bearer {KEY}"]
+        targets.append(Target("hybridinfer", one, auth))
+        # The fixed rates only: the same gateway with a new prompt every request, and with
+        # `model: "auto"` (the router reads the prompt), each beside the pinned model.
+        variants = [
+            Target("hybridinfer-new", one, auth, chat_body(MODEL, vary=True), vary=True),
+            Target("hybridinfer-auto", one, auth, chat_body("auto")),
+            Target("hybridinfer-auto-new", one, auth, chat_body("auto", vary=True), vary=True),
+        ]
         if args.workers > 1:
             many = stack.enter_context(hybridinfer_gateway(work, upstream, args.workers))
             targets.append(
@@ -430,7 +460,7 @@ def main() -> None:
             )
             targets.append(Target("litellm", proxy, [f"Authorization: Bearer {LITELLM_KEY}"]))
         print("fixed rates (targets back to back at each rate):", flush=True)
-        rows = fixed_rates(targets, args.duration)
+        rows = fixed_rates([*targets[:2], *variants, *targets[2:]], args.duration)
         print(f"{REPEAT_RUNS} runs of {REPEAT_S:.0f} s at {REPEAT_RATE:.0f} RPS:", flush=True)
         repeated = repeats(targets)
         print(f"highest burst rate ({args.search_duration:.0f} s runs):", flush=True)

@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import json
 import math
+import random
 import resource
 import sys
 import threading
@@ -145,6 +146,7 @@ class OpenLoop:
         connections: int,
         timeout_s: float,
         vary: bytes = b"",
+        vary_start: int | None = None,
     ) -> None:
         parts = urlsplit(url)
         self.host = parts.hostname or "127.0.0.1"
@@ -156,6 +158,11 @@ class OpenLoop:
         # (letters only: no digit wakes the number recognisers), so no two bodies are equal.
         self.head, _, self.tail = self.payload.partition(vary) if vary else (b"", b"", b"")
         self.vary_width = len(vary)
+        # Each run starts its words at a random index (unless told), so a later run at another
+        # rate does not resend an earlier run's words and meet what the gateway remembered.
+        self.vary_start = (
+            random.randrange(26**self.vary_width) if vary_start is None else vary_start
+        )
         self.max_connections = connections
         self.timeout_s = timeout_s
         self.idle: deque[ClientConnection] = deque()
@@ -171,7 +178,8 @@ class OpenLoop:
         """The request bytes of request ``index``: the same each time unless ``vary`` is set."""
         if not self.vary_width:
             return self.payload
-        return self.head + unique_word(index, self.vary_width) + self.tail
+        word = unique_word(self.vary_start + index, self.vary_width)
+        return self.head + word + self.tail
 
     # --- connections -------------------------------------------------------------------------
     def open_connection(self) -> None:
@@ -343,7 +351,8 @@ def quantiles(samples: list[float]) -> dict[str, float]:
 
 
 def unique_word(index: int, width: int) -> bytes:
-    """``index`` in base 26 as ``width`` lowercase letters (distinct for 26**width indices)."""
+    """``index`` in base 26 as ``width`` lowercase letters (distinct for 26**width indices;
+    higher indices wrap)."""
     letters = bytearray(b"a" * width)
     for position in range(width - 1, -1, -1):
         index, digit = divmod(index, 26)

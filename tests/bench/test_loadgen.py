@@ -117,6 +117,21 @@ def test_a_varied_body_is_unique_per_request_and_keeps_its_length() -> None:
     words = {unique_word(index, 5) for index in range(5000)}
     assert len(words) == 5000
     assert all(word.isalpha() and len(word) == 5 for word in words)
+    assert unique_word(26**4 + 27, 4) == b"aabb"  # past the last word it wraps
+
+
+async def test_two_runs_do_not_send_the_same_words() -> None:
+    """Each generator starts its words at a random index, so a second run's bodies are not
+    the first's (the gateway's remembered readings would serve them)."""
+    runs = [
+        OpenLoop("http://127.0.0.1:1/x", b'{"a": "XXXXXXXX"}', [], 1, 1.0, b"XXXXXXXX")
+        for _ in range(2)
+    ]
+    first, second = ({run.payload_of(index) for index in range(1000)} for run in runs)
+    assert len(first) == len(second) == 1000
+    assert not first & second
+    pinned = OpenLoop("http://127.0.0.1:1/x", b'"XX"', [], 1, 1.0, b"XX", vary_start=0)
+    assert pinned.payload_of(27).endswith(b'"bb"')
 
 
 @pytest.mark.integration

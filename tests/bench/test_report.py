@@ -186,6 +186,32 @@ def test_goodput_at_twice_the_sustained_rate_is_judged_on_each_goal(
     assert row.endswith("**missed** |")
 
 
+@pytest.mark.parametrize(("auto_p50", "met"), [(6.4, True), (11.0, False)])
+def test_auto_is_reported_beside_the_pinned_model_with_the_routers_own_cost(
+    tmp_path: Path, auto_p50: float, met: bool
+) -> None:
+    sample = copy.deepcopy(SAMPLE)
+    gateway = sample["sections"]["gateway_overhead"]["result"]
+    gateway["added_ms"] += [
+        added("hybridinfer-new", 300, 1.4, 4.0, True),
+        added("hybridinfer-auto", 300, 0.9, 3.0, True),
+        added("hybridinfer-auto-new", 300, auto_p50, 9.0, True),
+        added("hybridinfer-new", 30, 1.5, 4.5, True),
+    ]
+    lines = render(sample, {}, tmp_path / "benchmarks.md").splitlines()
+    row = next(line for line in lines if line.startswith('| `model: "auto"`'))
+    assert f"p50 {auto_p50:.2f} ms, p99 9.00 ms" in row
+    assert f"the router's own p50 {auto_p50 - 1.4:.2f} ms over the pinned model" in row
+    assert row.endswith("**met** |" if met else "**missed** |")
+    assert "| 300 | 0.40 ms / 2.50 ms | 1.40 ms / 4.00 ms | 0.90 ms / 3.00 ms |" in "\n".join(lines)
+    assert "| 30 | 0.70 ms / 2.50 ms | 1.50 ms / 4.50 ms | not run | not run |" in lines
+
+
+def test_without_the_auto_paths_no_auto_figure_is_claimed(tmp_path: Path) -> None:
+    document = render(SAMPLE, {}, tmp_path / "benchmarks.md")
+    assert '`model: "auto"`' not in document
+
+
 def test_a_target_missed_at_p99_is_missed(tmp_path: Path) -> None:
     sample = copy.deepcopy(SAMPLE)
     gateway = sample["sections"]["gateway_overhead"]["result"]
