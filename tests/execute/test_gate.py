@@ -39,6 +39,9 @@ class Finder:
     def find(self, text: str) -> list[Finding]:
         return self(text)
 
+    def find_many(self, texts: list[str]) -> list[list[Finding]]:
+        return [self(text) for text in texts]
+
     def __call__(self, text: str) -> list[Finding]:
         self.calls += 1
         if self.broken:

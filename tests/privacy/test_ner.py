@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from hybridinfer.privacy.ner import NameFinder
+from hybridinfer.privacy.ner import UNUSED_COMPONENTS, NameFinder, _loaded
 from hybridinfer.privacy.pseudonym import Pseudonymiser
 
 
@@ -43,3 +43,24 @@ def test_no_digits_no_addresses_no_lone_lower_case_word(finder: NameFinder) -> N
     assert finder.find("Summarise this: the quick brown fox jumps over the lazy dog.") == []
     assert finder.find("Barcode 49587159 scanned.") == []
     assert [f.value for f in finder.find("my name is john smith")] == ["john smith"]
+
+
+def test_texts_read_together_find_what_each_finds_alone(finder: NameFinder) -> None:
+    texts = [
+        "Jane Doe flew from Berlin to Paris to meet John Smith.",
+        "Summarise the quarterly report, please.",
+        "Ask Maria Garcia in Madrid about invoice 4471.",
+        "",
+        "john smith called from london",
+    ]
+    together = finder.find_many(texts)
+    assert together == [finder.find(text) for text in texts]
+    assert ("NAME", "Maria Garcia") in {(f.kind, f.value) for f in together[2]}
+    assert together[1] == together[3] == []
+
+
+def test_the_parse_nothing_reads_is_off(finder: NameFinder) -> None:
+    finder.load()
+    pipeline = _loaded().nlp_engine.nlp["en"]
+    assert not set(UNUSED_COMPONENTS) & set(pipeline.pipe_names)
+    assert {"tagger", "attribute_ruler", "ner"} <= set(pipeline.pipe_names)

@@ -38,11 +38,9 @@ class Finder(Protocol):
 
     def find(self, text: str) -> list[Finding]: ...
 
-
-def _read_all(finder: Finder, texts: list[str]) -> list[list[Finding]]:
-    """``finder.find`` of each text, in one pass of the model where the finder can."""
-    many = getattr(finder, "find_many", None)
-    return list(many(texts)) if many is not None else [finder.find(text) for text in texts]
+    def find_many(self, texts: list[str]) -> list[list[Finding]]:
+        """``find`` of each text, in one pass of the model."""
+        ...
 
 
 MAX_BATCH = 16
@@ -160,6 +158,8 @@ class NameCheck:
         answer: asyncio.Future[list[str]] = loop.create_future()
         kinds = self._readings.get(digest)
         if kinds is not None:
+            with contextlib.suppress(KeyError):  # dropped by the check's thread meanwhile
+                self._readings.move_to_end(digest)
             answer.set_result(kinds)
             return answer
         answer.add_done_callback(_retrieved)
@@ -191,7 +191,7 @@ class NameCheck:
 
     def _read_pass(self, finder: Finder, texts: list[str], digests: list[bytes]) -> list[list[str]]:
         """One pass of the model over ``texts`` (on the check's thread), each remembered."""
-        kinds = [[finding.kind for finding in found] for found in _read_all(finder, texts)]
+        kinds = [[finding.kind for finding in found] for found in finder.find_many(texts)]
         self.reads += len(texts)
         self.passes += 1
         if self._remembered:
