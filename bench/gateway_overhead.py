@@ -94,8 +94,7 @@ class Target:
     url: str
     headers: list[str] = field(default_factory=list)
     body: str = BODY
-    vary: bool = False
-    """Every request's prompt carries a word of its own (``VARY`` replaced by the generator)."""
+    """Where the body holds ``VARY``, the generator puts a word of its own there per request."""
 
 
 def load(
@@ -105,7 +104,7 @@ def load(
     command = [sys.executable, "-m", "bench.loadgen", "--url", f"{target.url}/v1/chat/completions"]
     command += ["--rate", str(rate), "--duration", str(duration_s), "--warmup", str(warmup_s)]
     command += ["--timeout", str(timeout_s), "--body", target.body]
-    if target.vary:
+    if VARY in target.body:
         command += ["--vary", VARY]
     for header in target.headers:
         command += ["--header", header]
@@ -445,9 +444,9 @@ def main() -> None:
         # The fixed rates only: the same gateway with a new prompt every request, and with
         # `model: "auto"` (the router reads the prompt), each beside the pinned model.
         variants = [
-            Target("hybridinfer-new", one, auth, chat_body(MODEL, vary=True), vary=True),
+            Target("hybridinfer-new", one, auth, chat_body(MODEL, vary=True)),
             Target("hybridinfer-auto", one, auth, chat_body("auto")),
-            Target("hybridinfer-auto-new", one, auth, chat_body("auto", vary=True), vary=True),
+            Target("hybridinfer-auto-new", one, auth, chat_body("auto", vary=True)),
         ]
         if args.workers > 1:
             many = stack.enter_context(hybridinfer_gateway(work, upstream, args.workers))
