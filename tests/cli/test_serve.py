@@ -1,13 +1,20 @@
-"""``hybridinfer gateway --workers N`` without what workers share: one clear line, exit 1."""
+"""``hybridinfer gateway``: ``--workers N`` without what workers share (one clear line, exit
+1), the heap frozen once models have loaded, and the server's main loop."""
 
 from __future__ import annotations
 
+import asyncio
+import signal
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+import uvicorn
 from click.testing import CliRunner
 
 from hybridinfer.cli import main
+from tests.peers import free_port
 
 
 @pytest.mark.parametrize(
@@ -61,3 +68,39 @@ async def test_the_heap_is_frozen_again_once_the_background_models_have_loaded(
     monkeypatch.setattr(serve, "freeze_startup_heap", lambda: freezes.append(len(still)))
     await serve._freeze_once_loaded(Loading())  # type: ignore[arg-type]
     assert freezes == [1]  # once, after loading said it was done
+
+
+async def _answer(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    await send({"type": "http.response.start", "status": 204, "headers": []})
+    await send({"type": "http.response.body", "body": b""})
+
+
+@pytest.mark.parametrize("how", ["signal", "flag"])
+async def test_the_server_wakes_once_a_second_when_idle_and_at_once_to_exit(how: str) -> None:
+    """uvicorn's own main loop wakes ten times a second; an idle gateway's only work there is
+    once a second. An exit (a signal's handler, or the flag set by code) still ends it at once."""
+    from hybridinfer.cli.serve import TICK_S, GracefulServer
+
+    config = uvicorn.Config(_answer, host="127.0.0.1", port=free_port(), lifespan="off")
+    server = GracefulServer(config)
+    ticks: list[float] = []
+    on_tick = server.on_tick
+
+    async def counted(counter: int) -> bool:
+        ticks.append(time.monotonic())
+        return bool(await on_tick(counter))
+
+    server.on_tick = counted  # type: ignore[method-assign]
+    serving = asyncio.create_task(server.serve())
+    while not server.started:  # noqa: ASYNC110 -- uvicorn's readiness is a flag
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(2.5 * TICK_S)
+    assert 2 <= len(ticks) <= 4  # the first, then one a second (uvicorn's own: 25)
+    asked = time.monotonic()
+    if how == "signal":
+        server.handle_exit(signal.SIGTERM, None)
+    else:
+        server.should_exit = True
+    await asyncio.wait_for(serving, 5)
+    assert time.monotonic() - asked < 0.5 * TICK_S
+    assert ticks[-1] - asked < 0.1  # the exit was seen by a tick it woke, not the next due one
