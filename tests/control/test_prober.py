@@ -432,3 +432,43 @@ async def test_a_node_with_an_open_breaker_is_probed_four_times_as_often() -> No
     assert len(again) == 1
     await asyncio.gather(*again)
     assert breakers.state("cloud-1/large:1") is BreakerState.HALF_OPEN
+
+
+async def test_the_prober_sleeps_until_a_probe_is_due_and_an_opening_breaker_wakes_it() -> None:
+    """No fixed tick: an idle gateway's wake-ups are most of its CPU. A breaker that opens
+    still has its node probed at the suspect pace at once, not after its healthy interval."""
+    registry = hybrid_registry()
+    probes: list[tuple[str, float]] = []
+
+    class Counted(SlowOrDead):
+        async def probe(self, node: Node, timeout_s: float) -> bool:
+            probes.append((node.id, time.monotonic()))
+            return True
+
+    breakers = Breakers(failure_threshold=1, open_seconds=30.0)
+    prober = NodeProber(registry, {"v2": Counted()}, interval_s=0.4, breakers=breakers)
+    rounds: list[float] = []
+    start_round = prober._start_round
+
+    def counted(every: bool = False) -> list[asyncio.Task[None]]:
+        rounds.append(time.monotonic())
+        return start_round(every)
+
+    prober._start_round = counted  # type: ignore[method-assign]
+    prober.start()
+    try:
+        await asyncio.sleep(1.0)
+        assert 2 <= len(rounds) <= 4  # at 0, 0.4 and 0.8 s (a quarter-interval tick: 10)
+        assert sum(1 for node, _ in probes if node == "cloud-1") == 2
+        seen = len(probes)
+        while len(probes) == seen:  # noqa: ASYNC110 -- the next round's probes
+            await asyncio.sleep(0.005)
+        await asyncio.sleep(0.05)
+        opened = time.monotonic()
+        breakers.on_result("cloud-1/large:1", UpstreamUnavailable("refused"))
+        await asyncio.sleep(0.2)
+        after = [at - opened for node, at in probes if node == "cloud-1" and at > opened]
+        assert after
+        assert after[0] < 0.15  # its healthy turn would have been 0.35 s away
+    finally:
+        await prober.stop()

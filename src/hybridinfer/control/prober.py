@@ -14,6 +14,9 @@ a cut), not the path: it brings the node back but is not timed.
 Each node is probed on its own: a probe waiting out its timeout does not hold the others'. A
 suspect node (down, or with a breaker not closed) is probed four times as often, with a
 timeout of half the interval, so a link that came back is seen within a fraction of a second.
+Between rounds the prober sleeps until the next probe falls due, not on a fixed tick (an idle
+gateway's wake-ups are most of its CPU): a breaker that opens, and a probe that ends, wake it
+at once, so a node turning suspect is probed again without waiting out its healthy interval.
 
 A chat or embedding deployment whose backend can ``measure`` it (OpenAI-compatible servers)
 starts with whatever latency its registration typed in. Once its node answers a probe, a
@@ -34,6 +37,7 @@ pass. A re-registered node brings new deployments, which are measured again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import time
@@ -112,6 +116,13 @@ class NodeProber:
         self._probed_at: dict[str, float] = {}
         self._failures: dict[str, int] = {}
         self._retry_at: dict[str, float] = {}
+        self._nudged = asyncio.Event()
+        if breakers is not None:
+            breakers.opened.append(self.nudge)
+
+    def nudge(self) -> None:
+        """Look at the nodes again now (a breaker opened: its node is suspect from now)."""
+        self._nudged.set()
 
     async def probe_all(self) -> None:
         """One round: a probe of every remote node not being probed already, in parallel,
@@ -140,7 +151,7 @@ class NodeProber:
             self._probed_at[node.id] = now
             timeout_s = self._suspect_timeout_s if suspect else self._timeout_s
             task = self._probing[node.id] = asyncio.create_task(self._probe(node, timeout_s))
-            task.add_done_callback(functools.partial(self._probed, node.id))
+            task.add_done_callback(functools.partial(self._probed, node))
             started.append(task)
         if self._pass is None or self._pass.done():
             due = [(node, meter) for node in nodes if (meter := self._meter(node)) is not None]
@@ -148,8 +159,22 @@ class NodeProber:
                 self._pass = asyncio.create_task(self._measure(due), name="measure-priors")
         return started
 
-    def _probed(self, node_id: str, _: asyncio.Task[None]) -> None:
-        self._probing.pop(node_id, None)
+    def _probed(self, node: Node, _: asyncio.Task[None]) -> None:
+        self._probing.pop(node.id, None)
+        if self._suspect(node):  # it is due again in a quarter interval, not a whole one
+            self._nudged.set()
+
+    def _next_round_in(self) -> float:
+        """Seconds until a node not being probed falls due (at most one interval: a node
+        that registers meanwhile, or a measurement to retry, is seen within it)."""
+        now = time.monotonic()
+        due = [
+            self._probed_at[node.id]
+            + 0.99 * (self._interval_s / 4 if self._suspect(node) else self._interval_s)
+            for node in self._registry.nodes()
+            if node.id in self._probed_at and node.id not in self._probing
+        ]
+        return min(max(min(due, default=now + self._interval_s) - now, 0.0), self._interval_s)
 
     async def measure_pending(self) -> None:
         """Wait for the pass under way, if any (tests)."""
@@ -254,7 +279,10 @@ class NodeProber:
                 self._start_round()
             except Exception:  # a probe round must never kill the loop
                 log.exception("probe round failed")
-            await asyncio.sleep(self._interval_s / 4)
+            self._nudged.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._next_round_in()):
+                    await self._nudged.wait()
 
     async def stop(self) -> None:
         await background.cancel(self._task)

@@ -169,6 +169,8 @@ class Breakers:
         self._rng = rng or random.Random()
         self._by_deployment: dict[str, CircuitBreaker] = {}
         self.version = 0
+        self.opened: list[Callable[[], None]] = []
+        """Called when a breaker opens (the prober looks at its node again at once)."""
 
     def settles_at(self, deployment_ids: Iterable[str]) -> float:
         """The earliest moment (this clock) an open breaker among ``deployment_ids`` turns
@@ -234,6 +236,9 @@ class Breakers:
             breaker.trial_in_flight = False
         if (breaker.opened_at, breaker.trial_in_flight) != before:
             self.version += 1
+            if breaker.opened_at is not None and breaker.opened_at != before[0]:
+                for listener in self.opened:
+                    listener()
 
     def on_cancel(self, deployment_id: str) -> None:
         """A call ended without a verdict (cancelled itself, or an unexpected error): free
