@@ -1,9 +1,12 @@
 """The span tree built from a real request's trace, read back from the in-memory exporter:
 stages under ``gateway``, subtasks under ``execute``, attempts under their subtask, the
-attributes the issue asks for, and the caller's ``traceparent`` honoured."""
+attributes the issue asks for, the caller's ``traceparent`` honoured, and the exporting task
+asleep while nothing is queued."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator
 
 import httpx
@@ -178,3 +181,41 @@ async def test_a_retry_is_a_second_attempt_span_with_its_try_number(
     assert (second.attributes or {})["hybridinfer.status"] == "ok"
     assert second.status.status_code is StatusCode.UNSET
     assert first.parent == second.parent  # both under the subtask's span
+
+
+async def test_a_quiet_exporter_sleeps_until_a_trace_comes(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No tick while nothing is queued (an idle gateway's wake-ups are its CPU); a trace that
+    comes is exported within ``WRITE_AFTER_S``."""
+    from hybridinfer.core.trace import Trace
+    from hybridinfer.observe import telemetry as module
+
+    timeouts: list[float] = []
+
+    class Counting:
+        def __getattr__(self, name: str) -> object:
+            return getattr(asyncio, name)
+
+        def timeout(self, delay: float) -> asyncio.Timeout:
+            timeouts.append(delay)
+            return asyncio.timeout(delay)
+
+    monkeypatch.setattr(module, "asyncio", Counting())
+    monkeypatch.setattr(module, "WRITE_AFTER_S", 0.05)
+    telemetry = module.Telemetry(settings.model_copy(update={"otel_exporter": "memory"}))
+    assert isinstance(telemetry.exporter, InMemorySpanExporter)
+    telemetry.start()
+    try:
+        await asyncio.sleep(0.3)
+        assert timeouts == []  # asleep on the queue, no timer
+        trace = Trace(request_id="quiet", task="sentiment")
+        trace.finish("error")  # not ok: always exported
+        came = time.monotonic()
+        telemetry.observe(trace)
+        while not telemetry.exporter.get_finished_spans():  # noqa: ASYNC110 -- the exporter's list
+            await asyncio.sleep(0.005)
+        assert time.monotonic() - came < 0.5
+        assert timeouts == [0.05]
+    finally:
+        await telemetry.stop()

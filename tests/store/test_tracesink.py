@@ -4,6 +4,8 @@ away."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 
 import pytest
@@ -79,3 +81,34 @@ async def test_observers_see_every_trace_and_the_memory_keeps_the_newest(store: 
     assert [t["request_id"] for t in sink.latest()] == ["r1", "r2"]
     assert sink.buffered == 3
     assert await sink.get("r0") is None  # neither in memory nor written yet
+
+
+async def test_a_quiet_sink_sleeps_and_the_first_trace_wakes_it(store: SqlStore) -> None:
+    """Idle, the sink does not wake every interval; a trace after a quiet spell is still
+    written an interval after it came, and the sink goes on writing after it."""
+    sink = TraceSink(store, batch_size=3, flush_interval_s=0.05)
+    flushes: list[float] = []
+    flush = sink.flush
+
+    async def counted(everything: bool = False, open_snapshots: bool = False) -> None:
+        flushes.append(time.monotonic())
+        await flush(everything, open_snapshots)
+
+    sink.flush = counted  # type: ignore[method-assign]
+    sink.start()
+    try:
+        await asyncio.sleep(1.5)
+        assert len(flushes) <= 2  # at IDLE_WAIT_S (a 0.05 s tick: 30)
+        came = time.monotonic()
+        sink.record(finished("quiet"))
+        while sink.written < 1:  # noqa: ASYNC110 -- the sink's own counter
+            await asyncio.sleep(0.01)
+        assert 0.04 <= time.monotonic() - came < 0.5  # gathered for an interval, not IDLE_WAIT_S
+        await asyncio.sleep(0.5)
+        for index in range(3):
+            sink.record(finished(f"batch-{index}"))
+        while sink.written < 4:  # noqa: ASYNC110
+            await asyncio.sleep(0.005)
+    finally:
+        await sink.stop()
+    assert await TraceSink(store).get("batch-2") is not None

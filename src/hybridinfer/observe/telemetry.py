@@ -44,6 +44,9 @@ log = logging.getLogger(__name__)
 
 BATCH = 64
 """Traces turned into spans before the task yields to the event loop."""
+WRITE_AFTER_S = 0.5
+"""A trace is turned into spans at most this long after it came (sooner in a full batch);
+with nothing queued the task sleeps until one comes."""
 
 
 def open_exporter(settings: Settings) -> tuple[SpanExporter, SpanProcessor]:
@@ -100,7 +103,7 @@ class Telemetry:
             self.dropped += 1
             return
         self._pending.append(trace)
-        if len(self._pending) >= BATCH:
+        if len(self._pending) in (1, BATCH):  # the first after a quiet spell, or a full batch
             self._wake.set()
 
     def write_pending(self) -> None:
@@ -134,10 +137,14 @@ class Telemetry:
 
     async def _run(self) -> None:
         while True:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(0.5):
-                    await self._wake.wait()
+            if not self._pending:  # quiet: sleep until a trace comes, not on a tick
+                await self._wake.wait()
             self._wake.clear()
+            if len(self._pending) < BATCH:  # gather for up to WRITE_AFTER_S
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(WRITE_AFTER_S):
+                        await self._wake.wait()
+                self._wake.clear()
             while self._pending:
                 self._write_batch()
                 await asyncio.sleep(0)

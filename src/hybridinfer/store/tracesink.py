@@ -22,6 +22,10 @@ from hybridinfer.store.sql import SqlStore
 
 log = logging.getLogger(__name__)
 
+IDLE_WAIT_S = 1.0
+"""With nothing buffered the sink sleeps this long (it still flushes signal snapshots and
+purges retained prompts): a trace arriving wakes it, and is written an interval later."""
+
 
 class TraceSink:
     """Buffers finished traces, flushes them to the store, and serves the freshest ones."""
@@ -71,7 +75,7 @@ class TraceSink:
             self.dropped += 1
             return
         self._pending.append(body)
-        if len(self._pending) >= self._batch_size:
+        if len(self._pending) in (1, self._batch_size):  # the first after a quiet spell, or full
             self._wake.set()
 
     def latest(self) -> list[dict[str, Any]]:
@@ -129,10 +133,10 @@ class TraceSink:
 
     async def _run(self) -> None:
         while True:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self._interval):
-                    await self._wake.wait()
-            self._wake.clear()
+            if not self._pending:  # quiet: wake on the next trace (or to purge), not each interval
+                await self._wait(IDLE_WAIT_S)
+            if 0 < len(self._pending) < self._batch_size:  # gather for an interval, as under load
+                await self._wait(self._interval)
             try:
                 await self.flush()
             except StoreUnavailable as exc:
@@ -140,3 +144,10 @@ class TraceSink:
                     "trace store unavailable, %d traces buffered: %s", len(self._pending), exc
                 )
                 await asyncio.sleep(1.0)
+
+    async def _wait(self, seconds: float) -> None:
+        """Until ``record`` wakes the sink or ``seconds`` pass."""
+        self._wake.clear()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await self._wake.wait()
