@@ -15,6 +15,7 @@ from hybridinfer.core.schemas import InferRequest
 from hybridinfer.core.trace import Trace
 from hybridinfer.errors import InvalidInput, UpstreamUnavailable
 from hybridinfer.queue.base import Delivery
+from hybridinfer.queue.jetstream import JetStreamQueue
 from hybridinfer.queue.memory import MemoryQueue
 from hybridinfer.store.jobs import JobStore
 from hybridinfer.store.sql import SqlStore
@@ -175,3 +176,33 @@ def test_retry_delays_double_with_jitter_under_the_cap(attempt: int) -> None:
     delays = [policy.delay(attempt) for _ in range(200)]
     assert all(ceiling / 2 <= delay <= ceiling for delay in delays)
     assert max(delays) - min(delays) > 0.0
+
+
+async def test_an_idle_worker_waits_as_long_as_its_queue_says(store: SqlStore) -> None:
+    """The in-process queue wakes a fetch on a publish, so an idle worker waits there long
+    (no wake-up a second per worker); a server's queue keeps its short long-poll."""
+    waits: list[float] = []
+
+    class Recording(MemoryQueue):
+        async def fetch(self, max_messages: int, timeout_s: float) -> list[Delivery]:
+            waits.append(timeout_s)
+            return await super().fetch(max_messages, timeout_s)
+
+    queue = Recording()
+    pipeline = FakePipeline({"status": "ok", "outputs": {"label": "positive"}})
+    tasks = JobStore(store)
+    worker = JobWorker(queue, tasks, pipeline, 2, NO_WAIT)  # type: ignore[arg-type]
+    worker.start()
+    try:
+        await asyncio.sleep(0.05)
+        assert waits == [MemoryQueue.fetch_wait_s] * 2
+        assert MemoryQueue.fetch_wait_s > JetStreamQueue.fetch_wait_s
+        await tasks.create("t1", "key-a", None, "h", b"{}")
+        await queue.publish(job_message("t1", "key-a", REQUEST))
+        for _ in range(200):  # the publish woke a waiting fetch at once
+            if worker.counts.completed:
+                break
+            await asyncio.sleep(0.005)
+        assert worker.counts.completed == 1
+    finally:
+        await worker.stop()

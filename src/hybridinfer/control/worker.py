@@ -97,7 +97,7 @@ class JobWorker:
         pause = 0.5
         while True:
             try:
-                deliveries = await self._queue.fetch(1, 1.0)
+                deliveries = await self._queue.fetch(1, self._queue.fetch_wait_s)
                 pause = 0.5
             except QueueUnavailable as exc:
                 log.warning("task queue unavailable, retrying in %.1f s: %s", pause, exc.message)

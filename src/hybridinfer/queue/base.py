@@ -41,6 +41,9 @@ class WorkQueue(ABC):
     """One work subject with one shared (durable) consumer group and a dead-letter subject."""
 
     ack_wait_s: float
+    fetch_wait_s: float = 1.0
+    """How long a worker's fetch waits for a message before it asks again: a server's long
+    poll, kept short so a lost connection is noticed."""
 
     @abstractmethod
     async def connect(self) -> None:

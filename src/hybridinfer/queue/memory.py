@@ -51,6 +51,10 @@ class MemoryDelivery(Delivery):
 class MemoryQueue(WorkQueue):
     """Ready messages in a deque; in-flight ones leased until ``ack_wait_s`` runs out."""
 
+    fetch_wait_s = 30.0
+    """A fetch wakes on a publish, or when a retry or a lease falls due: waiting longer costs
+    an idle worker no wake-ups and delays nothing."""
+
     def __init__(
         self,
         ack_wait_s: float = 30.0,
