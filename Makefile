@@ -31,9 +31,9 @@ $(STAMP): pyproject.toml Makefile
 up: install
 	$(BIN)/hybridinfer up
 
-## Style, types, then every test (what CI runs).
+## Style, types, then every test (what CI runs), the 25 slowest listed at the end.
 test: check
-	$(BIN)/python -m pytest -ra
+	$(BIN)/python -m pytest -ra --durations=25
 
 ## Style, complexity bounds, strict types, import layers, module sizes, the one error tree.
 check: install
