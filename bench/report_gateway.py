@@ -42,16 +42,7 @@ def gateway_targets(result: dict[str, Any]) -> list[tuple[str, str, bool]]:
         )  # fmt: skip
     sustained = result["sustained"]
     if "litellm" in sustained and "hybridinfer" in sustained:
-        ours_rps = sustained["hybridinfer"]["sustained_rps"]
-        theirs_rps = sustained["litellm"]["sustained_rps"]
-        ratio = ours_rps / theirs_rps if theirs_rps else float("inf")
-        checks.append(
-            (
-                "sustained rate ≥ 10x LiteLLM's",
-                f"{ours_rps:.0f} vs {theirs_rps:.0f} RPS ({ratio:.1f}x)",
-                ratio >= 10,
-            )
-        )
+        checks.append(ratio_target(sustained["hybridinfer"], sustained["litellm"]))
     if "hybridinfer" in sustained:
         best = max(
             (data["sustained_rps"], name)
@@ -72,6 +63,27 @@ def gateway_targets(result: dict[str, Any]) -> list[tuple[str, str, bool]]:
     return checks
 
 
+def ratio_target(ours: dict[str, Any], theirs: dict[str, Any]) -> tuple[str, str, bool]:
+    """Our sustained rate over LiteLLM's. When LiteLLM held none of the rates tried, its rate
+    is only known to be under the lowest of them: the ratio is a lower bound, and met only if
+    that bound reaches 10."""
+    name = "sustained rate ≥ 10x LiteLLM's"
+    ours_rps, theirs_rps = ours["sustained_rps"], theirs["sustained_rps"]
+    if theirs_rps:
+        ratio = ours_rps / theirs_rps
+        return name, f"{ours_rps:.0f} vs {theirs_rps:.0f} RPS ({ratio:.1f}x)", ratio >= 10
+    tried = sorted({step["rate"] for step in theirs.get("steps", [])})
+    if not tried:
+        return name, "LiteLLM's rate was not measured", False
+    bound = ours_rps / tried[0]
+    return (
+        name,
+        f"{ours_rps:.0f} RPS vs LiteLLM under {tried[0]:.0f} RPS (it held none of "
+        f"{', '.join(f'{rate:.0f}' for rate in reversed(tried))}): over {bound:.1f}x",
+        bound >= 10,
+    )
+
+
 AUTO_BUDGET_MS = 10.0
 """The live router's own budget (p50 at 200 tokens), the margin ``model: "auto"`` is given."""
 
@@ -83,12 +95,19 @@ def auto_target(result: dict[str, Any]) -> tuple[str, str, bool] | None:
     auto, pinned = (added_at(result, name, 300) for name in names)
     if auto is None or pinned is None:
         return None
-    own = auto["p50"] - pinned["p50"]
+    if auto["sustained"] and pinned["sustained"]:
+        own = f"the router's own p50 {ms(auto['p50'] - pinned['p50'])} over the pinned model"
+    else:  # an overloaded path's latency is its queue: a difference of two says nothing
+        failed = " and ".join(
+            label
+            for label, row in (("auto", auto), ("the pinned model", pinned))
+            if not row["sustained"]
+        )
+        own = f"the router's own cost not read here: {failed} did not hold the rate"
     return (
         f'`model: "auto"`, new prompts, added latency at 300 RPS: p50 ≤ 0.5 ms + the router\'s '
         f"{AUTO_BUDGET_MS:.0f} ms budget",
-        f"p50 {ms(auto['p50'])}, p99 {ms(auto['p99'])} (the router's own p50 {ms(own)} over "
-        "the pinned model)",
+        f"p50 {ms(auto['p50'])}, p99 {ms(auto['p99'])} ({own})",
         auto["sustained"] and auto["p50"] <= 0.5 + AUTO_BUDGET_MS,
     )
 

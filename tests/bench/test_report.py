@@ -288,3 +288,35 @@ def test_five_repeated_runs_are_all_reported_with_the_added_tail(tmp_path: Path)
     lines = render(sample, {}, tmp_path / "benchmarks.md").splitlines()
     assert "| hybridinfer | 3.00 | 5.00 | 7.00 | 9.00 | 11.00 | 0.00% |" in lines
     assert "| hybridinfer added | 2.00 | 3.00 | 4.00 | 5.00 | 6.00 |  |" in lines
+
+
+def test_a_litellm_that_held_no_rate_gives_a_lower_bound_not_infinity(tmp_path: Path) -> None:
+    """LiteLLM under the lowest rate tried is not LiteLLM at 0 RPS: the ratio is a bound."""
+    sample = copy.deepcopy(SAMPLE)
+    sustained = sample["sections"]["gateway_overhead"]["result"]["sustained"]
+    sustained["hybridinfer"] = searched(320, 400)
+    steps = [{"rate": rate, "sustained": False} for rate in (70.0, 56.0, 45.0)]
+    sustained["litellm"] = {"sustained_rps": 0.0, "first_failed_rps": 70.0, "steps": steps}
+    lines = render(sample, {}, tmp_path / "benchmarks.md").splitlines()
+    row = next(line for line in lines if line.startswith("| sustained rate ≥ 10x"))
+    assert "320 RPS vs LiteLLM under 45 RPS (it held none of 70, 56, 45): over 7.1x" in row
+    assert row.endswith("**missed** |")
+    sustained["hybridinfer"] = searched(640, 960)
+    lines = render(sample, {}, tmp_path / "benchmarks.md").splitlines()
+    row = next(line for line in lines if line.startswith("| sustained rate ≥ 10x"))
+    assert "over 14.2x" in row
+    assert row.endswith("**met** |")
+
+
+def test_the_routers_own_cost_is_not_read_off_paths_that_did_not_hold(tmp_path: Path) -> None:
+    sample = copy.deepcopy(SAMPLE)
+    gateway = sample["sections"]["gateway_overhead"]["result"]
+    gateway["added_ms"] += [
+        added("hybridinfer-new", 300, 978.0, 1200.0, False),
+        added("hybridinfer-auto-new", 300, 934.0, 1030.0, False),
+    ]
+    lines = render(sample, {}, tmp_path / "benchmarks.md").splitlines()
+    row = next(line for line in lines if line.startswith('| `model: "auto"`'))
+    assert "over the pinned model" not in row
+    assert "not read here: auto and the pinned model did not hold the rate" in row
+    assert row.endswith("**missed** |")
