@@ -15,8 +15,9 @@ Each node is probed on its own: a probe waiting out its timeout does not hold th
 suspect node (down, or with a breaker not closed) is probed four times as often, with a
 timeout of half the interval, so a link that came back is seen within a fraction of a second.
 Between rounds the prober sleeps until the next probe falls due, not on a fixed tick (an idle
-gateway's wake-ups are most of its CPU): a breaker that opens, and a probe that ends, wake it
-at once, so a node turning suspect is probed again without waiting out its healthy interval.
+gateway's wake-ups are most of its CPU): a breaker that opens, and a probe that leaves its
+node suspect, wake it at once, so a node turning suspect is probed again without waiting out
+its healthy interval.
 
 A chat or embedding deployment whose backend can ``measure`` it (OpenAI-compatible servers)
 starts with whatever latency its registration typed in. Once its node answers a probe, a

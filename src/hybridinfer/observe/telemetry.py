@@ -140,7 +140,7 @@ class Telemetry:
             if not self._pending:  # quiet: sleep until a trace comes, not on a tick
                 await self._wake.wait()
             self._wake.clear()
-            if len(self._pending) < BATCH:  # gather for up to WRITE_AFTER_S
+            if 0 < len(self._pending) < BATCH:  # gather for up to WRITE_AFTER_S
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(WRITE_AFTER_S):
                         await self._wake.wait()
