@@ -80,6 +80,10 @@ def settings(tmp_path: Path, models_dir: Path) -> Settings:
         # Tests count model calls of repeated requests; the answer cache's own tests (and the
         # privacy proof) turn it on.
         answer_cache="off",
+        # Gateways built in the test process share its one loaded name model (a child per
+        # gateway would load it again each time, seconds apiece); the child process is tested
+        # in tests/privacy/test_nerprocess.py and served by every `hybridinfer up` test.
+        names_process=False,
     )
 
 

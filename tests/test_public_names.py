@@ -44,7 +44,7 @@ SETTINGS = {
     "keep_model_versions", "key_rotation_grace_s", "listen_backlog", "llm", "llm_context_tokens",
     "llm_local_max_input", "llm_threads", "local_cpu_alpha", "local_cpu_in_flight",
     "local_cpu_interval_s", "local_cpu_saturated", "local_models", "log_format", "log_level",
-    "max_body_bytes", "models_dir", "nats_url", "nats_url_file", "node_mtls",
+    "max_body_bytes", "models_dir", "names_process", "nats_url", "nats_url_file", "node_mtls",
     "node_sync_interval_s", "node_token", "node_token_file", "object_signing_key",
     "object_store", "objects_dir", "otel_endpoint", "otel_exporter", "otel_sample_ratio",
     "otel_service_name", "policy_file", "port", "privacy_ner", "probe_interval_s", "public_url",

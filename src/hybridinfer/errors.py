@@ -36,11 +36,12 @@ tree, so nothing else escapes to a caller::
     │   └── UpstreamRejected (502 upstream_rejected)
     ├── NoCapacity (503 no_capacity; Retry-After when it passes by itself)
     │   └── Overloaded (503 overloaded, Retry-After)
-    ├── ServiceUnavailable (503 service_unavailable: a service of our own state is away)
+    ├── ServiceUnavailable (503 service_unavailable: a service of our own is away)
     │   ├── StoreUnavailable (503 store_unavailable)
     │   ├── CacheUnavailable (503 cache_unavailable)
     │   ├── QueueUnavailable (503 queue_unavailable)
-    │   └── RateLimitUnavailable (503 rate_limit_unavailable, Retry-After)
+    │   ├── RateLimitUnavailable (503 rate_limit_unavailable, Retry-After)
+    │   └── NamesUnavailable (503 names_unavailable)
     ├── PseudonymisationFailed (503 pseudonymisation_failed)
     ├── DeadlineExceeded (504 deadline_exceeded)
     └── ConfigError (500 invalid_config; raised at start-up, never per request)
@@ -263,7 +264,8 @@ class Overloaded(NoCapacity):
 
 
 class ServiceUnavailable(HybridInferError):
-    """A service our own state lives in (store, cache, queue) cannot be reached."""
+    """A service of our own (the store, cache or queue our state lives in, the names process)
+    cannot be reached."""
 
     status_code = 503
     code = "service_unavailable"
@@ -292,6 +294,13 @@ class QueueUnavailable(ServiceUnavailable):
     """The queue server cannot be reached (or refused an operation)."""
 
     code = "queue_unavailable"
+
+
+class NamesUnavailable(ServiceUnavailable):
+    """The process that reads names and places stopped (another one is starting) or was
+    closed: the privacy gate reads that as personal data and fails closed."""
+
+    code = "names_unavailable"
 
 
 class RateLimitUnavailable(ServiceUnavailable):

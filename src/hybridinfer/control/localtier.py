@@ -19,6 +19,7 @@ from hybridinfer.errors import ConfigError
 from hybridinfer.models.catalog import deployment_info, find_model
 from hybridinfer.models.embedder import Embedder, LazyEmbedder
 from hybridinfer.privacy.ner import NameFinder
+from hybridinfer.privacy.nerprocess import ProcessNameFinder
 from hybridinfer.privacy.pseudonym import redact_step, restore_step
 from hybridinfer.route.difficulty import DifficultyScorer
 from hybridinfer.route.learned import LearnedRouter, bundled_router_path
@@ -55,13 +56,18 @@ def local_models(settings: Settings) -> tuple[Node, OnnxBackend]:
     return node, backend
 
 
-def name_finder(settings: Settings) -> NameFinder | None:
-    """The process's name finder: None when ``privacy_ner`` is off or the ``ner`` extra is
-    missing (with it on, the privacy gate then fails closed: see ``names_check``)."""
-    return NameFinder() if settings.privacy_ner and NameFinder.available() else None
+def name_finder(settings: Settings) -> NameFinder | ProcessNameFinder | None:
+    """The process's name finder, in a child process by default (``names_process``): None
+    when ``privacy_ner`` is off or the ``ner`` extra is missing (with it on, the privacy gate
+    then fails closed: see ``names_check``)."""
+    if not (settings.privacy_ner and NameFinder.available()):
+        return None
+    return ProcessNameFinder() if settings.names_process else NameFinder()
 
 
-def names_check(settings: Settings, finder: NameFinder | None) -> NameCheck | None:
+def names_check(
+    settings: Settings, finder: NameFinder | ProcessNameFinder | None
+) -> NameCheck | None:
     """What the privacy gate reads names with: None when ``privacy_ner`` is off (names are
     not read); a check without a finder when the model is missing (every read fails)."""
     if not settings.privacy_ner:
@@ -72,7 +78,8 @@ def names_check(settings: Settings, finder: NameFinder | None) -> NameCheck | No
 
 
 def inprocess_steps(
-    finder: NameFinder | None = None, embedder: LazyEmbedder | None = None
+    finder: NameFinder | ProcessNameFinder | None = None,
+    embedder: LazyEmbedder | None = None,
 ) -> tuple[Node, InProcessBackend]:
     """Node ``local-steps`` with one deployment per step, and the backend that runs them."""
     node = Node(
@@ -87,7 +94,7 @@ def inprocess_steps(
     return node, InProcessBackend(operations)
 
 
-def _privacy_steps(finder: NameFinder | None) -> list[LocalOperation]:
+def _privacy_steps(finder: NameFinder | ProcessNameFinder | None) -> list[LocalOperation]:
     """Redaction (the pattern detectors, plus the name finder when there is one) and
     restoring."""
     redact = (

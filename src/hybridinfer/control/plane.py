@@ -208,9 +208,9 @@ class ControlPlane:
         """The local tier, one backend per protocol, the prober, the executor, the pipeline."""
         settings = self.settings
         self.local_node, local_backend = local_models(settings)
-        finder, embedder = name_finder(settings), shared_embedder(settings)
-        self.steps_node, steps_backend = inprocess_steps(finder, embedder)
-        self.names = names_check(settings, finder)
+        self.finder, embedder = name_finder(settings), shared_embedder(settings)
+        self.steps_node, steps_backend = inprocess_steps(self.finder, embedder)
+        self.names = names_check(settings, self.finder)
         self.difficulty = difficulty_scorer(embedder)
         self.retained = retained_sample(settings, self.traces, self.difficulty)
         tls = node_client_context(settings)
@@ -464,6 +464,8 @@ class ControlPlane:
     async def _close_names(self) -> None:
         if self.names is not None:
             self.names.close()
+        if self.finder is not None:
+            self.finder.close()
         if self.difficulty is not None:
             self.difficulty.close()
 

@@ -2,9 +2,11 @@
 
 The model costs ~7 ms a text, so nothing reads names at decompose: the privacy gate asks just
 before a subtask's inputs would leave the private zone (``execute/gate.py``). Reading runs on
-one thread of its own, off the event loop. Loading the model takes seconds; ``warm`` starts it
-when the process starts, and a request that needs names meanwhile waits for it within its own
-deadline; reading itself is bounded by the policy's ``names_timeout_ms``.
+one thread of its own, off the event loop; by default that thread only waits while the model
+reads in a child process (``privacy/nerprocess.py``), so its CPU does not hold the lock the
+event loop needs. Loading the model takes seconds; ``warm`` starts it when the process
+starts, and a request that needs names meanwhile waits for it within its own deadline; reading
+itself is bounded by the policy's ``names_timeout_ms``.
 
 A chat resends its whole conversation with every turn, and a system prompt rides on every
 request: what one text holds is remembered, per process, by its BLAKE2b digest (the kinds

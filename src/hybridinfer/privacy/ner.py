@@ -48,6 +48,10 @@ class NameFinder:
         """Load the model now (seconds); ``find`` loads it on first use otherwise."""
         _loaded()
 
+    def close(self) -> None:
+        """Nothing to stop: the model stays loaded for the process (``nerprocess`` stops its
+        child)."""
+
     def find(self, text: str) -> list[Finding]:
         """Person names and places in ``text``, in order: spans the model tags whose words
         include a proper noun (it tags a sentence's first verb, "Summarise", a person)."""

@@ -122,6 +122,12 @@ class Settings(
         description="The redact step also pseudonymises names and places with spaCy's small "
         "English model, when the `ner` extra is installed (patterns alone otherwise).",
     )
+    names_process: bool = Field(
+        True,
+        description="Read names and places in a child process of the gateway's, on another "
+        "core than its event loop; off, on a thread of the gateway's own process (the model's "
+        "CPU then holds the lock the event loop needs).",
+    )
     session_cache_bytes: int = Field(
         1 << 30,
         gt=0,
