@@ -17,6 +17,7 @@ written to ``bench/results/``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -29,6 +30,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from bench.gateway_overhead import GATEWAY_CONFIG, KEY, Target, load
 from bench.harness import REPO, RESULTS, free_port, write_result
@@ -165,6 +168,15 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def children_cpu_seconds(pid: int) -> float:
+    """CPU of the gateway's live child processes (the names process reads names there)."""
+    total = 0.0
+    for child in psutil.Process(pid).children(recursive=True):
+        with contextlib.suppress(OSError):
+            total += cpu_seconds(child.pid)
+    return total
+
+
 @contextmanager
 def gateway(work: Path, upstream: str) -> Iterator[tuple[str, int]]:
     port = free_port()
@@ -201,9 +213,10 @@ def profile(
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO,
         )  # fmt: skip
         time.sleep(1.0)
-        before = cpu_seconds(pid)
+        before, children_before = cpu_seconds(pid), children_cpu_seconds(pid)
         result = _load_path(target, path, rate, duration_s)
         used = cpu_seconds(pid) - before
+        children_used = children_cpu_seconds(pid) - children_before
         spy.wait(timeout=duration_s + 60)
         collapsed = Path(raw.name).read_text()
     _flame_graph(url, pid, path, rate, svg)
@@ -227,6 +240,7 @@ def profile(
         "error_rate": result["error_rate"],
         "gateway_cpu_s": round(used, 3),
         "gateway_cpu_us_per_request": round(per_request_us, 1),
+        "children_cpu_us_per_request": round(children_used / max(answered, 1) * 1e6, 1),
         "samples": samples,
         "idle_samples_left_out": idle,
         "us_per_request_by_layer": table,
@@ -261,9 +275,9 @@ def _flame_graph(url: str, pid: int, path: RequestPath, rate: float, svg: Path) 
 
 def idle_cpu(pid: int, seconds: float) -> float:
     """Share of one core the gateway uses with no request at all."""
-    before = cpu_seconds(pid)
+    before = cpu_seconds(pid) + children_cpu_seconds(pid)
     time.sleep(seconds)
-    return round((cpu_seconds(pid) - before) / seconds, 4)
+    return round((cpu_seconds(pid) + children_cpu_seconds(pid) - before) / seconds, 4)
 
 
 def main() -> None:
@@ -298,7 +312,8 @@ def main() -> None:
             run = profile(url, pid, path, args.rate, args.duration)
             runs.append(run)
             print(
-                f"{path.name}: {run['gateway_cpu_us_per_request']:.0f} µs CPU per request at "
+                f"{path.name}: {run['gateway_cpu_us_per_request']:.0f} µs CPU per request "
+                f"(+{run['children_cpu_us_per_request']:.0f} in the names process) at "
                 f"{args.rate:.0f}/s, p50 {run['latency_ms'].get('p50')} ms, "
                 f"p99 {run['latency_ms'].get('p99')} ms",
                 flush=True,

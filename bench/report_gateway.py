@@ -430,7 +430,8 @@ def profile_section(result: dict[str, Any]) -> Lines:
         latency = run["latency_ms"]
         lines += [
             f"`{run['path']}` at {run['rate']:.0f}/s: {run['gateway_cpu_us_per_request']:.0f} µs "
-            f"of CPU per request, p50 {ms(latency.get('p50'))}, p99 {ms(latency.get('p99'))} "
+            f"of CPU per request{_in_children(run)}, p50 {ms(latency.get('p50'))}, "
+            f"p99 {ms(latency.get('p99'))} "
             f"(flame graph `{run['flame_graph']}`):",
             "",
             *table(
@@ -469,3 +470,11 @@ def stalls_section(result: dict[str, Any]) -> Lines:
         *table(headers, rows),
         "",
     ]
+
+
+def _in_children(run: dict[str, Any]) -> str:
+    """The names process's share, which the layer table (of the gateway's process) leaves out."""
+    children = run.get("children_cpu_us_per_request")
+    if not children:
+        return ""
+    return f" in the gateway's process and {children:.0f} µs in its names process"

@@ -320,3 +320,27 @@ def test_the_routers_own_cost_is_not_read_off_paths_that_did_not_hold(tmp_path: 
     assert "over the pinned model" not in row
     assert "not read here: auto and the pinned model did not hold the rate" in row
     assert row.endswith("**missed** |")
+
+
+def profile_run(children_us: float | None) -> dict[str, Any]:
+    run: dict[str, Any] = {
+        "path": "pinned-chat-unique",
+        "rate": 100.0,
+        "latency_ms": latency(9.0, 20.0),
+        "gateway_cpu_us_per_request": 3000.0,
+        "flame_graph": "bench/results/profile-pinned-chat-unique.svg",
+        "us_per_request_by_layer": {"pipeline": 3000.0},
+    }
+    if children_us is not None:
+        run["children_cpu_us_per_request"] = children_us
+    return run
+
+
+def test_the_profile_states_the_names_process_cpu_beside_the_gateways() -> None:
+    from bench.report_gateway import profile_section
+
+    result = {"load_average": [0.5], "idle_cpu_share_of_core": 0.007, "runs": []}
+    shown = "\n".join(profile_section({**result, "runs": [profile_run(2100.0)]}))
+    assert "3000 µs of CPU per request in the gateway's process and 2100 µs in its names" in shown
+    older = "\n".join(profile_section({**result, "runs": [profile_run(None)]}))
+    assert "3000 µs of CPU per request, p50" in older
