@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -239,6 +242,51 @@ async def test_a_loop_kept_busy_lowers_its_limit_and_an_idle_one_stops_its_probe
         await asyncio.sleep(0.05)
     assert load.cpu._probe is None  # idle, and the limit back at the ceiling: lapsed
     assert (load.busy, load.limit) == (0.0, 64)
+
+
+RIVAL = """
+import os, time
+os.sched_setaffinity(0, {0})
+end = time.monotonic() + 5
+while time.monotonic() < end:
+    pass
+"""
+MEASURED = """
+import json, os, time
+from hybridinfer.server.shedding import ThreadDemand
+os.sched_setaffinity(0, {0})
+demand = ThreadDemand()
+wall, cpu, wanted = time.monotonic(), time.thread_time(), demand()
+while time.monotonic() - wall < 0.8:
+    pass
+wall, cpu, wanted = time.monotonic() - wall, time.thread_time() - cpu, demand() - wanted
+print(json.dumps({"wall": wall, "cpu": cpu, "wanted": wanted}))
+"""
+
+
+def test_the_loops_demand_counts_its_wait_for_a_cpu_the_host_took() -> None:
+    """A thread that never idles, on a core another process spins on: its CPU share is about
+    half, its demand (on a CPU or waiting for one) the whole of its time."""
+    if not Path(shedding.SCHEDSTAT).exists():
+        pytest.skip("this kernel keeps no schedstat")
+    with subprocess.Popen([sys.executable, "-c", RIVAL]) as rival:
+        try:
+            time.sleep(0.3)
+            finished = subprocess.run(
+                [sys.executable, "-c", MEASURED], capture_output=True, text=True, timeout=30
+            )
+        finally:
+            rival.kill()
+    assert finished.returncode == 0, finished.stderr
+    read = json.loads(finished.stdout)
+    assert read["cpu"] < 0.75 * read["wall"]
+    assert read["wanted"] > 0.9 * read["wall"]
+
+
+def test_without_schedstat_the_demand_is_the_threads_cpu_time(tmp_path: Path) -> None:
+    demand = shedding.ThreadDemand(str(tmp_path / "absent"))
+    before, cpu = demand(), time.thread_time()
+    assert abs(before - cpu) < 0.01
 
 
 def test_the_cpu_bound_is_off_at_zero() -> None:

@@ -98,7 +98,8 @@ class ResilienceSettings(BaseSettings):
         0.95,
         ge=0.0,
         le=1.0,
-        description="Share of one core the event loop may spend while requests run; past it "
+        description="Share of its time the event loop may have work (on a core or waiting "
+        "for one) while requests run; past it "
         "fewer inference requests run at once (down to shed_busy_in_flight) and the rest are "
         "refused (503 overloaded with Retry-After), so the answered stay fast past the peak. "
         "0: off (only the slot bounds). With workers > 1 off unless set.",
