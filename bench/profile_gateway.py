@@ -274,7 +274,7 @@ def _flame_graph(url: str, pid: int, path: RequestPath, rate: float, svg: Path) 
 
 
 def idle_cpu(pid: int, seconds: float) -> float:
-    """Share of one core the gateway uses with no request at all."""
+    """Share of one core the gateway and its children (the names process) use with no request."""
     before = cpu_seconds(pid) + children_cpu_seconds(pid)
     time.sleep(seconds)
     return round((cpu_seconds(pid) + children_cpu_seconds(pid) - before) / seconds, 4)

@@ -322,6 +322,21 @@ def test_the_routers_own_cost_is_not_read_off_paths_that_did_not_hold(tmp_path: 
     assert row.endswith("**missed** |")
 
 
+def test_an_auto_path_faster_than_the_pinned_one_claims_no_negative_router_cost(
+    tmp_path: Path,
+) -> None:
+    sample = copy.deepcopy(SAMPLE)
+    gateway = sample["sections"]["gateway_overhead"]["result"]
+    gateway["added_ms"] += [
+        added("hybridinfer-new", 300, 67.0, 220.0, True),
+        added("hybridinfer-auto-new", 300, 58.0, 112.0, True),
+    ]
+    lines = render(sample, {}, tmp_path / "benchmarks.md").splitlines()
+    row = next(line for line in lines if line.startswith('| `model: "auto"`'))
+    assert "over the pinned model" not in row
+    assert "under this run's noise: auto's p50 below the pinned model's 67.00 ms" in row
+
+
 def profile_run(children_us: float | None) -> dict[str, Any]:
     run: dict[str, Any] = {
         "path": "pinned-chat-unique",
