@@ -88,6 +88,7 @@ def _gateway_settings(directory: Path, models_dir: Path, upstream: str) -> Setti
         node_token=SecretStr(NODE_TOKEN),
         rate_limit_per_minute=10_000_000,
         request_timeout_ms=5_000,
+        names_process=False,  # the test process's one loaded model: ready at once
     )
 
 

@@ -126,7 +126,8 @@ class ProcessNameFinder:
             for pipe in self._pipes:
                 pipe.close()
         if self._child is not None:
-            self._child.poll()  # reap it
+            self._child.kill()  # its pipe closed: dead or dying; reap it either way
+            self._child.wait()
         self._child, self._pipes = None, None
         if not self._closed:
             log.warning("the process reading names died; starting another")
