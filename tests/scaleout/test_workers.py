@@ -77,6 +77,8 @@ def worker_pids(gateway: Gateway) -> dict[str, int]:
             command = child.cmdline()
         except psutil.Error:  # a killed worker not reaped yet (a zombie), or gone
             continue
+        if "--worker-index" not in command:  # a worker being restarted, forked but not exec'd
+            continue
         pids[command[command.index("--worker-index") + 1]] = child.pid
     return pids
 
