@@ -308,15 +308,22 @@ def test_a_litellm_that_held_no_rate_gives_a_lower_bound_not_infinity(tmp_path: 
     assert row.endswith("**met** |")
 
 
-def test_the_routers_own_cost_is_not_read_off_paths_that_did_not_hold(tmp_path: Path) -> None:
+def auto_row(
+    tmp_path: Path, pinned: tuple[float, float, bool], auto: tuple[float, float, bool]
+) -> str:
+    """The report's `model: "auto"` target row for new prompts at 300 RPS, given the pinned and
+    auto paths' added (p50, p99, held)."""
     sample = copy.deepcopy(SAMPLE)
-    gateway = sample["sections"]["gateway_overhead"]["result"]
-    gateway["added_ms"] += [
-        added("hybridinfer-new", 300, 978.0, 1200.0, False),
-        added("hybridinfer-auto-new", 300, 934.0, 1030.0, False),
+    sample["sections"]["gateway_overhead"]["result"]["added_ms"] += [
+        added("hybridinfer-new", 300, *pinned),
+        added("hybridinfer-auto-new", 300, *auto),
     ]
     lines = render(sample, {}, tmp_path / "benchmarks.md").splitlines()
-    row = next(line for line in lines if line.startswith('| `model: "auto"`'))
+    return next(line for line in lines if line.startswith('| `model: "auto"`'))
+
+
+def test_the_routers_own_cost_is_not_read_off_paths_that_did_not_hold(tmp_path: Path) -> None:
+    row = auto_row(tmp_path, (978.0, 1200.0, False), (934.0, 1030.0, False))
     assert "over the pinned model" not in row
     assert "not read here: auto and the pinned model did not hold the rate" in row
     assert row.endswith("**missed** |")
@@ -325,14 +332,7 @@ def test_the_routers_own_cost_is_not_read_off_paths_that_did_not_hold(tmp_path: 
 def test_an_auto_path_faster_than_the_pinned_one_claims_no_negative_router_cost(
     tmp_path: Path,
 ) -> None:
-    sample = copy.deepcopy(SAMPLE)
-    gateway = sample["sections"]["gateway_overhead"]["result"]
-    gateway["added_ms"] += [
-        added("hybridinfer-new", 300, 67.0, 220.0, True),
-        added("hybridinfer-auto-new", 300, 58.0, 112.0, True),
-    ]
-    lines = render(sample, {}, tmp_path / "benchmarks.md").splitlines()
-    row = next(line for line in lines if line.startswith('| `model: "auto"`'))
+    row = auto_row(tmp_path, (67.0, 220.0, True), (58.0, 112.0, True))
     assert "over the pinned model" not in row
     assert "under this run's noise: auto's p50 below the pinned model's 67.00 ms" in row
 
