@@ -82,8 +82,8 @@ def cluster(tmp_path: Path, models_dir: Path, postgres_url: str) -> Iterator[Lau
     require_service(REDIS_URL, "Redis")
     require_service(NATS_URL, "NATS")
     started: list[Gateway] = []
-    # Replicas on this host's 2 cores read each other's contention as their loop's demand,
-    # as workers do (Settings.loop_busy_bound): the CPU bound is off for them, as for those.
+    # Three replicas on this host's 2 cores read each other's contention as their loop's
+    # demand and would refuse the bursts these tests send at once: the CPU bound is off.
     shared = {
         "cache_prefix": unique("hi-test:") + ":",
         "queue_stream": unique("HI_TEST_"),

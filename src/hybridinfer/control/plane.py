@@ -145,7 +145,7 @@ class ControlPlane:
             max_queued=settings.shed_max_queued,
             max_wait_s=settings.shed_max_wait_ms / 1000.0,
             retry_after_s=settings.shed_retry_after_s,
-            max_busy=settings.loop_busy_bound,
+            max_busy=settings.shed_max_busy,
             busy_floor=settings.shed_busy_in_flight,
         )
 

@@ -261,17 +261,6 @@ class Settings(
         return self
 
     @property
-    def loop_busy_bound(self) -> float:
-        """The CPU bound the gateway's shedder applies: ``shed_max_busy``, or 0 (off) for one
-        of several workers unless ``shed_max_busy`` was set. Workers share the cores, so one
-        worker's own CPU share no longer says the gateway is saturated: on 2 cores the bound
-        cut the 2-worker sustained rate from 1,280 to 704 RPS without bringing its overload
-        tail under 50 ms (docs/resilience.md)."""
-        if self.workers > 1 and "shed_max_busy" not in self.model_fields_set:
-            return 0.0
-        return self.shed_max_busy
-
-    @property
     def scheme(self) -> str:
         """``https`` when the gateway serves TLS."""
         return "https" if self.tls_cert_file is not None else "http"

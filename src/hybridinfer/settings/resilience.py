@@ -102,7 +102,7 @@ class ResilienceSettings(BaseSettings):
         "for one) while requests run; past it "
         "fewer inference requests run at once (down to shed_busy_in_flight) and the rest are "
         "refused (503 overloaded with Retry-After), so the answered stay fast past the peak. "
-        "0: off (only the slot bounds). With workers > 1 off unless set.",
+        "0: off (only the slot bounds); each of --workers N reads its own loop.",
     )
     shed_busy_in_flight: int = Field(
         8,
