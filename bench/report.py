@@ -21,6 +21,7 @@ from bench.report_gateway import (
     metrics_section,
     profile_section,
     stalls_section,
+    unloaded_targets,
 )
 from bench.report_hotpath import (
     decision_section,
@@ -272,6 +273,9 @@ def summary(latest: dict[str, Any]) -> Lines:
     gateway = _result(latest, "gateway_overhead")
     if gateway is not None:
         rows += [[t, m, verdict(ok)] for t, m, ok in gateway_targets(gateway)]
+    unloaded = _result(latest, "local_overhead")
+    if unloaded is not None:
+        rows += [[t, m, verdict(ok)] for t, m, ok in unloaded_targets(unloaded)]
     routing = _result(latest, "routing")
     if routing is not None:
         try:

@@ -359,3 +359,54 @@ def test_the_profile_states_the_names_process_cpu_beside_the_gateways() -> None:
     assert "3000 µs of CPU per request in the gateway's process and 2100 µs in its names" in shown
     older = "\n".join(profile_section({**result, "runs": [profile_run(None)]}))
     assert "3000 µs of CPU per request, p50" in older
+
+
+def local_overhead(added_p50: float, chat_added_p50: float | None) -> dict[str, Any]:
+    """A ``bench/overhead.py`` result with the given added p50s (ms)."""
+    figures = {"p50": 1.0, "p99": 2.0}
+    result: dict[str, Any] = {
+        "rounds": 2000,
+        "direct_ms": figures,
+        "gateway_ms": figures,
+        "http_floor_ms": figures,
+        "overhead_ms": {"p50": added_p50, "p99": 2.0},
+        "server_stage_ms_p50": {"total": 1.0},
+        "target": "overhead p50 <= 0.5 ms",
+        "target_p50_ms": 0.5,
+    }
+    if chat_added_p50 is not None:
+        result["chat"] = {
+            "rounds": 2000,
+            "direct_ms": figures,
+            "gateway_ms": figures,
+            "added_ms": {"p50": chat_added_p50, "p99": 1.9},
+            "target_p50_ms": 0.5,
+        }
+    return result
+
+
+def unloaded_rows(tmp_path: Path, result: dict[str, Any]) -> list[str]:
+    sample = copy.deepcopy(SAMPLE)
+    sample["sections"]["local_overhead"] = {"title": "Local", "status": "ok", "result": result}
+    lines = render(sample, {}, tmp_path / "benchmarks.md").splitlines()
+    return [line for line in lines if "(one request at a time)" in line]
+
+
+def test_what_one_request_at_a_time_pays_is_judged_against_half_a_millisecond(
+    tmp_path: Path,
+) -> None:
+    local, chat = unloaded_rows(tmp_path, local_overhead(1.46, 1.48))
+    assert local.startswith("| local sentiment path added p50 ≤ 0.5 ms")
+    assert "p50 1.46 ms, p99 2.00 ms over onnxruntime" in local
+    assert local.endswith("**missed** |")
+    assert chat.startswith("| pinned chat added p50 ≤ 0.5 ms unloaded")
+    assert "p50 1.48 ms, p99 1.90 ms over the upstream directly" in chat
+    assert chat.endswith("**missed** |")
+    local, chat = unloaded_rows(tmp_path, local_overhead(0.45, 0.5))
+    assert local.endswith("**met** |")
+    assert chat.endswith("**met** |")
+
+
+def test_a_result_from_before_the_chat_was_measured_still_renders(tmp_path: Path) -> None:
+    (local,) = unloaded_rows(tmp_path, local_overhead(0.45, None))
+    assert local.endswith("**met** |")
