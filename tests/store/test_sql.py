@@ -46,3 +46,20 @@ async def test_nodes_are_listed_for_other_replicas(store: SqlStore) -> None:
     [record] = await store.list_nodes()
     assert record["id"] == "edge-1"
     assert record["registered_at"] > 0
+
+
+async def test_a_pooled_connection_is_pinged_on_postgresql_only(store: SqlStore) -> None:
+    """A PostgreSQL connection can die with its server, so checkout pings it; a SQLite one is
+    a file handle, and its ping would be four round trips to aiosqlite's thread for nothing."""
+    dialect = store._engine.sync_engine.dialect
+    pings: list[object] = []
+    original = dialect.do_ping
+
+    def counted(connection: object) -> bool:
+        pings.append(connection)
+        return bool(original(connection))
+
+    dialect.do_ping = counted  # type: ignore[method-assign]
+    for _ in range(3):
+        assert await store.ping()
+    assert (len(pings) > 0) is store.url.startswith("postgresql")

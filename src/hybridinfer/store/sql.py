@@ -58,8 +58,12 @@ class SqlStore:
             path = url.split("///", 1)[-1]
             if path and path != ":memory:":
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self._engine: AsyncEngine = create_async_engine(url, pool_pre_ping=True)
-        if url.startswith("sqlite"):
+        # A pooled PostgreSQL connection can die with its server and is pinged on checkout. A
+        # SQLite one is a file handle: the ping would cost four round trips to aiosqlite's
+        # thread (and four wake-ups of the event loop) per transaction for nothing.
+        sqlite = url.startswith("sqlite")
+        self._engine: AsyncEngine = create_async_engine(url, pool_pre_ping=not sqlite)
+        if sqlite:
             event.listen(self._engine.sync_engine, "connect", _enable_sqlite_wal)
 
     @asynccontextmanager
