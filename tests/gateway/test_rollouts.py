@@ -115,14 +115,9 @@ def test_a_guarded_rollout_walks_its_steps_to_100_and_is_promoted(
     _register(client, url, card)
     applied = client.post("/v1/policies", json={"policy": GUARDED}, headers=auth())
     assert applied.status_code == 201, applied.text
-    shares: list[float] = []
-    rollout = _rollout(client)
-    for n in range(600):  # until the walk has stepped through 20, 50 and 100 %
-        if rollout["status"] != "running":
-            break
-        _node_of(client, n)
-        rollout = _rollout(client)
-        shares.append(rollout["percent"])
+    seen = _serve_while_running(client)  # until the walk has stepped through 20, 50 and 100 %
+    shares = [state["percent"] for state in seen]
+    rollout = seen[-1]
     assert rollout["status"] == "promoted", rollout
     assert [s for i, s in enumerate(shares) if i == 0 or shares[i - 1] != s] == [
         20.0,
@@ -172,12 +167,7 @@ def test_a_slow_model_version_is_rolled_back_within_its_first_step(
         _register(client, url, card)
         applied = client.post("/v1/policies", json={"policy": SLOW}, headers=auth())
         assert applied.status_code == 201, applied.text
-        rollout = _rollout(client)
-        for n in range(300):  # until the candidate has answered enough to be judged
-            if rollout["status"] != "running":
-                break
-            _node_of(client, n)
-            rollout = _rollout(client)
+        rollout = _serve_while_running(client)[-1]  # until the candidate is judged
         assert rollout["status"] == "rolled_back", rollout
         assert rollout["percent"] == 0.0
         walk = rollout["walk"]
@@ -188,6 +178,22 @@ def test_a_slow_model_version_is_rolled_back_within_its_first_step(
         assert (entry["actor"], entry["target"]) == ("canary-walk", "sentiment/sentiment-small:2")
         assert entry["after"]["breached"] == "p99_latency"
         assert {_node_of(client, n) for n in range(400, 420)} == {"local"}
+
+
+def _serve_while_running(
+    client: TestClient, seconds: float = 60.0, most: int = 5000
+) -> list[dict[str, Any]]:
+    """Requests one at a time while the rollout runs, at most ``most`` or for ``seconds``:
+    the rollout as ``/v1/rollouts`` shows it after each. The walk steps on its monitor's
+    clock (dwell times), not per request, so a count alone ends too soon on a loaded host."""
+    seen = [_rollout(client)]
+    deadline = time.monotonic() + seconds
+    for n in range(most):
+        if seen[-1]["status"] != "running" or time.monotonic() > deadline:
+            break
+        _node_of(client, n)
+        seen.append(_rollout(client))
+    return seen
 
 
 def _rollout(client: TestClient) -> dict[str, Any]:
