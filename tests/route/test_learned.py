@@ -51,6 +51,7 @@ def test_bundled_router_ranks_mmlu_above_random_and_length(embedder: Embedder) -
         embedder,
         embed_words=router.embed_words,
         embed="embedding" in router.features,
+        choices="choices" in router.features,
     )
     learned = curve_metrics(
         deferral_curve(router.score_features(table), sample.weak, sample.strong)
@@ -128,3 +129,43 @@ def test_a_router_without_the_embedding_runs_no_model(
     bare = FeatureTable.compute(outcomes.prompts[:3], NoModel(), embed=False)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="without the embedding"):
         bare.matrix(("embedding", "text"))
+
+
+def test_answer_choice_features_round_trip_and_are_checked_on_load(
+    outcomes: Outcomes, embedder: Embedder, tmp_path: Path
+) -> None:
+    prompts = outcomes.prompts[:40]
+    table = FeatureTable.compute(prompts, embedder, embed=False, choices=True)
+    assert table.choices is not None
+    assert np.abs(table.choices).sum() > 0
+    router = fit_router(
+        table, outcomes.subset(np.arange(len(outcomes)) < 40), Candidate(("choices",), "gain", 1.0)
+    )
+    path = tmp_path / "router.json"
+    router.save(path)
+    # score() computes the answer-choice features itself: the same scores as the table's
+    np.testing.assert_allclose(
+        LearnedRouter.load(path).score(prompts, embedder), router.score_features(table), atol=1e-5
+    )
+    document = orjson.loads(path.read_bytes())
+    document["choice_features"] = document["choice_features"][:-1]
+    path.write_bytes(orjson.dumps(document))
+    with pytest.raises(ConfigError, match="other answer-choice features"):
+        LearnedRouter.load(path)
+    with pytest.raises(ConfigError, match="no choices features"):
+        FeatureTable.compute(prompts[:2], embedder, embed=False).matrix(("choices",))
+
+
+def test_a_table_with_stems_holds_each_prompt_without_its_choices(
+    outcomes: Outcomes, embedder: Embedder
+) -> None:
+    prompts = outcomes.prompts[:6]
+    table = FeatureTable.compute(prompts, embedder, embed=False, choices=True, stems=True)
+    assert table.stems is not None
+    assert table.stems.choices is not None
+    # the stems have no lettered choices left: no answer-choice signal, fewer words
+    assert not table.stems.choices.any()
+    assert (table.stems.text[:, 1] < table.text[:, 1]).all()
+    picked = table.rows(np.asarray([True, False, True, False, False, False]))
+    assert picked.stems is not None
+    np.testing.assert_array_equal(picked.stems.text, table.stems.text[[0, 2]])

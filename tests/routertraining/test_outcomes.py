@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from hybridinfer.errors import InvalidInput
 from hybridinfer.routertraining.outcomes import (
+    Outcomes,
     load_outcomes_dir,
     merge_duplicate_groups,
     normalise_prompt,
@@ -56,3 +58,19 @@ def test_numeric_booleans_are_read(tmp_path: Path) -> None:
     outcomes = read_outcomes_csv(path, "weak", "strong")
     assert outcomes.weak.tolist() == [True, False]
     assert outcomes.strong.tolist() == [False, True]
+
+
+def test_followed_by_repeats_the_outcomes_for_another_form_of_each_prompt() -> None:
+    rows = Outcomes(
+        prompts=["q1 A. x B. y", "q2"],
+        weak=np.asarray([True, False]),
+        strong=np.asarray([False, True]),
+        groups=["a", "b"],
+    )
+    both = rows.followed_by(["q1", "q2"])
+    assert both.prompts == ["q1 A. x B. y", "q2", "q1", "q2"]
+    assert both.weak.tolist() == [True, False, True, False]
+    assert both.strong.tolist() == [False, True, False, True]
+    assert both.groups == ["a", "b", "a", "b"]
+    with pytest.raises(ValueError, match="one prompt per row"):
+        rows.followed_by(["q1"])

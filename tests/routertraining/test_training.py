@@ -6,12 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from hybridinfer.models.embedder import Embedder
 from hybridinfer.route.learned import FeatureTable
 from hybridinfer.routertraining.mmlusubjects import category
 from hybridinfer.routertraining.outcomes import Outcomes
 from hybridinfer.routertraining.training import (
     Candidate,
     Ensemble,
+    cross_validate,
     fit_router,
     group_folds,
     robust_apgr,
@@ -118,3 +120,44 @@ def test_groups_that_are_not_mmlu_subjects_get_group_folds_only() -> None:
         [f"file{i % 6}" for i in range(30)],
     )
     assert len(list(validation_splits(data, folds=3))) == 3
+
+
+def test_a_stems_recipe_trains_on_both_forms_of_every_question(
+    outcomes: Outcomes, embedder: Embedder
+) -> None:
+    table = FeatureTable.compute(outcomes.prompts, embedder, embed=False, stems=True)
+    plain = fit_router(table, outcomes, Candidate(("text",), "gain", 1.0))
+    both = fit_router(table, outcomes, Candidate(("text",), "gain", 1.0, stems=True))
+    assert Candidate(("text",), "gain", 1.0, stems=True).label == "text/gain/C=1/stems"
+    # the same rows twice over would fit the same weights; the stems move them
+    assert not np.allclose(plain.heads[0].weights, both.heads[0].weights)
+    assert table.stems is not None
+    twice = FeatureTable(
+        embedding=np.vstack([table.embedding, table.stems.embedding]),
+        text=np.vstack([table.text, table.stems.text]),
+    )
+    doubled = outcomes.followed_by(outcomes.prompts)
+    np.testing.assert_allclose(
+        fit_router(twice, doubled, Candidate(("text",), "gain", 1.0)).heads[0].weights,
+        both.heads[0].weights,
+        rtol=1e-4,
+        atol=1e-6,
+    )
+    bare = FeatureTable.compute(outcomes.prompts, embedder, embed=False)
+    with pytest.raises(ValueError, match="trains on stems"):
+        fit_router(bare, outcomes, Candidate(("text",), "gain", 1.0, stems=True))
+
+
+def test_with_stems_each_group_fold_is_also_scored_without_the_choices(
+    outcomes: Outcomes, embedder: Embedder
+) -> None:
+    table = FeatureTable.compute(outcomes.prompts, embedder, embed=False, stems=True)
+    splits = len(list(validation_splits(outcomes, folds=3)))
+    with_stems = cross_validate(table, outcomes, Candidate(("text",), "gain", 1.0), folds=3)
+    assert len(with_stems) == splits + 3
+    bare = FeatureTable.compute(outcomes.prompts, embedder, embed=False)
+    without = cross_validate(bare, outcomes, Candidate(("text",), "gain", 1.0), folds=3)
+    assert len(without) == splits
+    # the group folds as before, each followed by its shifted twin
+    assert [with_stems[i] for i in (0, 2, 4)] == without[:3]
+    assert with_stems[1] != with_stems[0]

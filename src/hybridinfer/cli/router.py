@@ -162,7 +162,11 @@ def train(
         embedder = open_embedder(models_dir)
         progress(f"embedding {len(outcomes)} prompts with {embedder.name}")
         words = embed_words or None
-        table = FeatureTable.compute(outcomes.prompts, embedder, cache_dir, embed_words=words)
+        # Every feature set a candidate may read, and each prompt once more without its answer
+        # choices: what the stems recipes train on and the selection's format-shift folds score.
+        table = FeatureTable.compute(
+            outcomes.prompts, embedder, cache_dir, embed_words=words, choices=True, stems=True
+        )
         learned = train_router(table, outcomes, folds=folds, progress=progress, embed_words=words)
         learned.embedder = {"name": embedder.name, "sha256": embedder.sha256}
         learned.card["training_data"]["source"] = data_dir.name
@@ -241,6 +245,7 @@ def calibrate(data_dir: Path, artifact: Path, sample: int, seed: int, models_dir
             embedder,
             embed_words=learned.embed_words,
             embed="embedding" in learned.features,
+            choices="choices" in learned.features,
         )
         learned.card["calibration"] = calibration(learned, table, prompts)
         learned.save(artifact)

@@ -1,11 +1,12 @@
 """The learned router: from the prompt alone, how much better would the strong model do?
 
 Features are computed locally: the MiniLM sentence embedding (``hybridinfer.models.embedder``), a
-few text statistics (length, digits, symbols) and the question's form
-(``route/promptstructure.py``). The score is a sum of logistic "heads" over those features,
-e.g. ``P(strong correct) - P(weak correct)``, the expected quality gain of sending the prompt
-to the strong model (an ensemble averages several such pairs). Training and evaluation live
-in ``hybridinfer.routertraining``; this module only needs numpy, so serving never imports
+few text statistics (length, digits, symbols), the question's form
+(``route/promptstructure.py``) and how its answer choices relate (``route/choices.py``). The
+score is a sum of logistic "heads" over those features, e.g. ``P(strong correct) -
+P(weak correct)``, the expected quality gain of sending the prompt to the strong model (an
+ensemble averages several such pairs). Training and evaluation live in
+``hybridinfer.routertraining``; this module only needs numpy, so serving never imports
 sklearn or torch.
 
 The artifact is one JSON file: feature names, the heads (standardisation folded into the
@@ -28,12 +29,13 @@ import orjson
 
 from hybridinfer.errors import ConfigError
 from hybridinfer.models.embedder import Embedder
+from hybridinfer.route.choices import CHOICE_FEATURES, choice_features, stem_of
 from hybridinfer.route.promptstructure import STRUCTURE_FEATURES, structure_features
 
 logger = logging.getLogger(__name__)
 
 FORMAT = "hybridinfer-router/1"
-FEATURE_SETS = ("embedding", "text", "structure")
+FEATURE_SETS = ("embedding", "text", "structure", "choices")
 TEXT_STATISTICS = (
     "log_chars",
     "log_words",
@@ -75,6 +77,11 @@ class FeatureTable:
     text: FloatMatrix
     structure: FloatMatrix | None = None
     """The question-form features; ``None`` in tables built by hand without them."""
+    choices: FloatMatrix | None = None
+    """The answer-choice features; ``None`` when not computed."""
+    stems: FeatureTable | None = None
+    """The same rows with their answer choices removed (``choices.stem_of``), when computed:
+    what a recipe with ``stems`` also trains on, and what the format-shift protocol scores."""
 
     @classmethod
     def compute(
@@ -85,11 +92,14 @@ class FeatureTable:
         embed_words: int | None = None,
         embed: bool = True,
         structure: bool = True,
+        choices: bool = False,
+        stems: bool = False,
     ) -> FeatureTable:
         """Embed and measure ``prompts``; embeddings are cached by content when asked.
         ``embed_words`` embeds only each prompt's first words (the statistics read it all);
         ``embed=False`` skips the embedding (a router without that feature set: no model run),
-        ``structure=False`` the question-form features."""
+        ``structure=False`` the question-form features; ``choices`` adds the answer-choice
+        features, ``stems`` the same table of the prompts with their choices removed."""
         embedded = (
             prompts if embed_words is None else [first_words(p, embed_words) for p in prompts]
         )
@@ -103,6 +113,24 @@ class FeatureTable:
             embedding=embedding,
             text=text,
             structure=structure_features(prompts) if structure else None,
+            choices=(
+                choice_features(prompts, lambda texts: embed_with_cache(embedder, texts, cache_dir))
+                if choices
+                else None
+            ),
+            stems=(
+                cls.compute(
+                    [stem_of(prompt) for prompt in prompts],
+                    embedder,
+                    cache_dir,
+                    embed_words,
+                    embed=embed,
+                    structure=structure,
+                    choices=choices,
+                )
+                if stems
+                else None
+            ),
         )
 
     def matrix(self, features: tuple[str, ...] | list[str]) -> FloatMatrix:
@@ -110,8 +138,9 @@ class FeatureTable:
         unknown = [name for name in features if name not in FEATURE_SETS]
         if unknown:
             raise ConfigError(f"unknown router feature set(s): {', '.join(unknown)}")
-        if "structure" in features and self.structure is None:
-            raise ConfigError("this feature table has no structure features")
+        for name in ("structure", "choices"):
+            if name in features and getattr(self, name) is None:
+                raise ConfigError(f"this feature table has no {name} features")
         if "embedding" in features and self.embedding.shape[1] == 0:
             raise ConfigError("this feature table was computed without the embedding")
         return np.hstack([getattr(self, name) for name in features])
@@ -122,6 +151,8 @@ class FeatureTable:
             embedding=self.embedding[mask],
             text=self.text[mask],
             structure=None if self.structure is None else self.structure[mask],
+            choices=None if self.choices is None else self.choices[mask],
+            stems=None if self.stems is None else self.stems.rows(mask),
         )
 
 
@@ -189,7 +220,11 @@ class LearnedRouter:
     def score(self, prompts: list[str], embedder: Embedder) -> npt.NDArray[np.float64]:
         """Scores of raw prompts: embed, measure, then apply the heads."""
         table = FeatureTable.compute(
-            prompts, embedder, embed_words=self.embed_words, embed="embedding" in self.features
+            prompts,
+            embedder,
+            embed_words=self.embed_words,
+            embed="embedding" in self.features,
+            choices="choices" in self.features,
         )
         return self.score_features(table)
 
@@ -215,6 +250,7 @@ class LearnedRouter:
                 if "structure" in self.features
                 else {}
             ),
+            **({"choice_features": list(CHOICE_FEATURES)} if "choices" in self.features else {}),
             "embedder": self.embedder,
             "embed_words": self.embed_words,
             "heads": [
@@ -251,6 +287,10 @@ class LearnedRouter:
                 STRUCTURE_FEATURES
             ):
                 raise ConfigError(f"{path} was trained on other structure features")
+            if "choices" in document["features"] and document.get("choice_features") != list(
+                CHOICE_FEATURES
+            ):
+                raise ConfigError(f"{path} was trained on other answer-choice features")
             heads = [
                 Head(
                     predicts=str(head["predicts"]),

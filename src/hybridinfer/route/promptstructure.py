@@ -73,7 +73,7 @@ _COMPUTE = re.compile(
 )
 
 
-def _split_choices(prompt: str) -> tuple[str, list[str]]:
+def split_choices(prompt: str) -> tuple[str, list[str]]:
     """The question stem and the lettered answer choices (``A. ...`` lines), if any."""
     lines = prompt.splitlines()
     choices: list[str] = []
@@ -94,7 +94,7 @@ def _log_count(pattern: re.Pattern[str], text: str) -> float:
 
 def describe(prompt: str) -> list[float]:
     """The ``STRUCTURE_FEATURES`` of one prompt, in that order."""
-    stem, choices = _split_choices(prompt)
+    stem, choices = split_choices(prompt)
     choice_words = [len(choice.split()) for choice in choices]
     numeric = [bool(_NUMBER.search(choice)) for choice in choices]
     mean_words = float(np.mean(choice_words)) if choices else 0.0

@@ -50,6 +50,18 @@ class Outcomes:
             groups=[self.groups[row] for row in rows],
         )
 
+    def followed_by(self, prompts: list[str]) -> Outcomes:
+        """These rows, then ``prompts`` (another form of each, in order) with the same
+        outcomes and groups: a training set that sees every question in two forms."""
+        if len(prompts) != len(self):
+            raise ValueError("followed_by needs one prompt per row")
+        return Outcomes(
+            prompts=[*self.prompts, *prompts],
+            weak=np.concatenate([self.weak, self.weak]),
+            strong=np.concatenate([self.strong, self.strong]),
+            groups=[*self.groups, *self.groups],
+        )
+
 
 def normalise_prompt(prompt: str) -> str:
     """The prompt with runs of whitespace made one space and the ends stripped: what makes two

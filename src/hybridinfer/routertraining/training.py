@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from hybridinfer.route.choices import stem_of
 from hybridinfer.route.learned import FeatureTable, Head, LearnedRouter
 from hybridinfer.routertraining.deferral import curve_metrics, deferral_curve
 from hybridinfer.routertraining.mmlusubjects import known_categories
@@ -42,11 +43,15 @@ class Candidate:
     features: tuple[str, ...]
     target: str
     regularization: float
+    stems: bool = False
+    """Also fitted on every prompt's stem (its answer choices removed) with the same outcomes:
+    weights that hold when the choices are not there, as in a chat or another benchmark."""
 
     @property
     def label(self) -> str:
         """A short name for tables and cards."""
-        return f"{'+'.join(self.features)}/{self.target}/C={self.regularization:g}"
+        stems = "/stems" if self.stems else ""
+        return f"{'+'.join(self.features)}/{self.target}/C={self.regularization:g}{stems}"
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,7 @@ Recipe = Candidate | Ensemble
 
 EMBEDDING_FEATURES = ("embedding", "text", "structure")
 TOPIC_FREE = ("text", "structure")
+WITH_CHOICES = ("text", "structure", "choices")
 # The embedding has 384 dimensions and the signal that carries across subjects is weak: strong
 # regularisation there (C >= 1e-2 was worse everywhere in a first exploration); the 7 text
 # statistics and 21 structure features take a weaker one. Explored and left out (bench/routing.py
@@ -78,6 +84,15 @@ CANDIDATES: tuple[Recipe, ...] = (
     Candidate(TOPIC_FREE, "gain", 1e-2),
     Ensemble((Candidate(EMBEDDING_FEATURES, "gain", 1e-4), Candidate(("text",), "gain", 1e-2))),
     Ensemble((Candidate(EMBEDDING_FEATURES, "gain", 1e-4), Candidate(TOPIC_FREE, "gain", 1e-2))),
+    Candidate(WITH_CHOICES, "gain", 1e-2),
+    Candidate(WITH_CHOICES, "gain", 1e-2, stems=True),
+    Candidate(("text", "choices"), "gain", 3e-2, stems=True),
+    Ensemble(
+        (
+            Candidate(WITH_CHOICES, "gain", 1e-2, stems=True),
+            Candidate(EMBEDDING_FEATURES, "gain", 1e-4, stems=True),
+        )
+    ),
 )
 
 
@@ -86,6 +101,11 @@ def fit_router(table: FeatureTable, outcomes: Outcomes, candidate: Recipe) -> Le
     if isinstance(candidate, Ensemble):
         return fit_ensemble(table, outcomes, candidate)
     matrix = table.matrix(candidate.features)
+    if candidate.stems:
+        if table.stems is None:
+            raise ValueError(f"{candidate.label} trains on stems: compute the table with them")
+        matrix = np.vstack([matrix, table.stems.matrix(candidate.features)])
+        outcomes = outcomes.followed_by([stem_of(prompt) for prompt in outcomes.prompts])
     rows = np.ones(len(outcomes), dtype=bool)
     if candidate.target == "gain":
         targets = [("strong_correct", 1.0, outcomes.strong), ("weak_correct", -1.0, outcomes.weak)]
@@ -195,15 +215,22 @@ def validation_splits(
 def cross_validate(
     table: FeatureTable, outcomes: Outcomes, candidate: Recipe, folds: int = 4, seed: int = 0
 ) -> list[dict[str, float | None]]:
-    """The candidate's metrics on each of ``validation_splits`` (duplicates never straddle)."""
+    """The candidate's metrics on each of ``validation_splits`` (duplicates never straddle);
+    when the table has the prompts' stems, each subject-group fold is scored a second time on
+    its test prompts with their answer choices removed (a change of format: what a router
+    that learned the multiple-choice form rather than the question loses on another domain)."""
     results = []
-    for train, test in validation_splits(outcomes, folds, seed):
+    for index, (train, test) in enumerate(validation_splits(outcomes, folds, seed)):
         router = fit_router(table.rows(train), outcomes.subset(train), candidate)
-        scores = router.score_features(table.rows(test))
         test_outcomes = outcomes.subset(test)
-        results.append(
-            curve_metrics(deferral_curve(scores, test_outcomes.weak, test_outcomes.strong))
-        )
+        tables = [table.rows(test)]
+        if index < folds and tables[0].stems is not None:
+            tables.append(tables[0].stems)
+        for scored in tables:
+            scores = router.score_features(scored)
+            results.append(
+                curve_metrics(deferral_curve(scores, test_outcomes.weak, test_outcomes.strong))
+            )
     return results
 
 
