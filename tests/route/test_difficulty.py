@@ -291,3 +291,22 @@ async def test_only_the_weighted_heads_are_scored_and_only_their_features_comput
     assert computed == [1]
     assert set(found.signals) == {"words", "complexity", "learned"}
     scorer.close()
+
+
+async def test_a_head_without_the_embedding_leaves_no_empty_vector_behind() -> None:
+    """Scored alone, a head that reads no embedding embeds nothing; the answer cache's vector
+    for the same short prompt is then embedded on demand, not taken from the empty table."""
+    scorer, embedder = fake_scorer()
+    scorer._heads["learned"] = LearnedRouter(
+        features=("text", "choices"),
+        heads=[Head("gain", 1.0, np.zeros(7 + 7), 0.0)],
+        card={},
+    )
+    question = "Which one?\nA. this\nB. that\nAnswer:"
+    await scorer.score("chat", question, RouterPolicy(weights={"learned": 1.0}))
+    assert embedder.calls == 1  # the answer-choice features: one batch, stem and choices
+    vector = scorer.vector(question)
+    assert vector is not None
+    assert vector.shape == (2,)
+    assert embedder.calls == 2
+    scorer.close()

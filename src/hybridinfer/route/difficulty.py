@@ -186,10 +186,12 @@ class DifficultyScorer:
                 embed_words=MAX_WORDS,
                 embed="embedding" in needs,
                 structure="structure" in needs,
+                choices="choices" in needs,
             )
             for name, head in heads.items():
                 found[name] = float(head.score_features(table)[0])
-            if len(text.split()) <= MAX_WORDS:  # the whole prompt was embedded
+            # the whole prompt was embedded (heads without the embedding embed nothing)
+            if table.embedding.shape[1] and len(text.split()) <= MAX_WORDS:
                 self._keep_vector(text, table.embedding[0].astype(np.float32))
         return found
 
