@@ -56,7 +56,8 @@ def _spread(figure: dict[str, float], share: bool = False) -> str:
 
 def routing_targets(result: dict[str, Any]) -> list[tuple[str, str, bool]]:
     """Issue 19's goals, for the shipped recipe: held-out-subject APGR, strong calls at 95 %
-    of the strong model's quality, and staying above length under a category shift."""
+    of the strong model's quality, and staying above length under a category shift and, where
+    measured, under a change of format (the answer choices removed)."""
     shipped = shipped_recipe(result)
     subjects = result["protocols"]["subjects"]["summary"]
     categories = result["protocols"]["categories"]["summary"]
@@ -71,6 +72,26 @@ def routing_targets(result: dict[str, Any]) -> list[tuple[str, str, bool]]:
             f"{shifted:.3f} vs {length:.3f}",
             shifted > length,
         ),
+        *_format_target(result, shipped),
+    ]
+
+
+CLEAR_MARGIN = 0.02
+"""APGR over length that counts as clearly above it: about half the spread of length's own
+figure over the subject folds (0.04), so a tie is not read as a win."""
+
+
+def _format_target(result: dict[str, Any], shipped: str) -> list[tuple[str, str, bool]]:
+    if "formats" not in result["protocols"]:
+        return []
+    formats = result["protocols"]["formats"]["summary"]
+    shifted, length = formats[shipped]["apgr"]["mean"], formats["length"]["apgr"]["mean"]
+    return [
+        (
+            f"clearly above length (by ≥ {CLEAR_MARGIN}) with the answer choices removed (shipped)",
+            f"{shifted:.3f} vs {length:.3f}",
+            round(shifted - length, 4) >= CLEAR_MARGIN,
+        )
     ]
 
 
@@ -78,11 +99,13 @@ def routing_section(result: dict[str, Any]) -> Lines:
     shipped = shipped_recipe(result)
     subjects = result["protocols"]["subjects"]["summary"]
     categories = result["protocols"]["categories"]["summary"]
+    formats = result["protocols"].get("formats", {}).get("summary", {})
     rows = [
         [
             f"**{name}** (shipped)" if name == shipped else name,
             _spread(figures["apgr"]),
             _spread(categories[name]["apgr"]) if name in categories else "n/a",
+            _spread(formats[name]["apgr"]) if name in formats else "n/a",
             f"{figures['cpt50']['mean']:.1%}",
             _spread(figures["strong_share_at_95"], share=True),
         ]
@@ -98,13 +121,16 @@ def routing_section(result: dict[str, Any]) -> Lines:
             "on the same folds: compare them with each other, not with the full-data rows.",
             "",
         ]
+        if llm and "skipped" not in llm
+        else [f"The local LLM's rows were not measured in this run: {llm['skipped']}", ""]
         if llm
         else []
     )
     return [
         f"RouteLLM's MMLU outcomes ({result['data']['rows']} prompts, "
-        f"{result['data']['subjects']} subjects). Two protocols, every router on the same folds: "
-        f"{result['protocol']['subjects']}, and {result['protocol']['categories']}; "
+        f"{result['data']['subjects']} subjects). Every router on the same folds: "
+        f"{result['protocol']['subjects']}; {result['protocol']['categories']}; and "
+        f"{result['protocol'].get('formats', 'no format shift (not measured in this run)')}; "
         f"`chosen` is the selection procedure itself ({result['protocol']['selection']}). "
         "The oracle knows the outcomes (the ceiling). Figures are the mean ± spread over folds "
         f"(worst fold); features took {result.get('feature_seconds', 0):.0f} s (cached in "
@@ -115,6 +141,7 @@ def routing_section(result: dict[str, Any]) -> Lines:
                 "router",
                 "APGR, subjects held out",
                 "APGR, a category held out",
+                "APGR, choices removed",
                 "CPT(50 %)",
                 "strong calls at 95 %",
             ],
@@ -310,9 +337,9 @@ def _why(section: dict[str, Any]) -> str:
 def context(section: dict[str, Any], cores: int) -> Lines:
     """How long the section ran, when, and how busy the machine was (1-minute load average)."""
     load = section.get("load_average")
-    if load is None:
-        return []
     when = f"run {section['date']}; " if "date" in section else ""
+    if load is None:
+        return [f"_{when}{section['seconds']:.0f} s, on {cores} cores._", ""] if when else []
     return [
         f"_{when}{section['seconds']:.0f} s; load average {load['before']:.1f} before, "
         f"{load['after']:.1f} after, on {cores} cores._",

@@ -6,7 +6,11 @@ Two protocols, each scoring every router on the same folds:
   normalisation, are one group: 78 questions are in both ``clinical_knowledge`` and
   ``college_medicine``), so no test question or its duplicate was seen in training;
 - ``categories``: each of MMLU's 4 categories (STEM, humanities, social sciences, other) held
-  out whole, a larger shift than random subjects.
+  out whole, a larger shift than random subjects;
+- ``formats``: the subject folds again, every router trained as before but scored on the test
+  prompts with their answer choices removed (``route/choices.py``'s ``stem_of``): a change of
+  format like the one to a benchmark of another domain or to chat, where a router that leaned on
+  the multiple-choice form (the answer-choice features above all) falls below length.
 
 ``chosen`` is the protocol's honest figure for the training recipe: in each outer fold the
 recipe is selected among ``CANDIDATES`` by robust APGR on inner folds of the *training* groups
@@ -31,12 +35,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from bench.harness import REPO, RESULTS, write_result
 from bench.routingcost import measure_cost
 from bench.routingllm import LLM_RECIPES, SAMPLE_SIZE, cost_summary, measure_sample, sample_table
 from bench.routingplot import plot
 from bench.routingsplits import Folds, category_folds, subject_folds
+from hybridinfer.route.choices import stem_of
 from hybridinfer.route.learned import FeatureTable
 from hybridinfer.routertraining.deferral import (
     DeferralCurve,
@@ -94,28 +100,44 @@ def fit_fixed(
     return fit_router(table, outcomes, recipe).score_features
 
 
+def tested(table: FeatureTable, test: npt.NDArray[np.bool_], shifted: bool) -> FeatureTable:
+    """The test rows of ``table``; their stems (choices removed) when the protocol shifts."""
+    rows = table.rows(test)
+    if not shifted:
+        return rows
+    if rows.stems is None:
+        raise ValueError("the formats protocol needs tables computed with stems")
+    return rows.stems
+
+
 def run_protocol(
-    outcomes: Outcomes, tables: dict[str, FeatureTable], folds: Folds, name: str
+    outcomes: Outcomes,
+    tables: dict[str, FeatureTable],
+    folds: Folds,
+    name: str,
+    shifted: bool = False,
 ) -> dict[str, Any]:
-    """Every router on every fold of one protocol, with per-router summaries."""
+    """Every router on every fold of one protocol, with per-router summaries; ``shifted``
+    scores the test prompts with their answer choices removed."""
     results: list[dict[str, Any]] = []
     curves: dict[str, list[DeferralCurve]] = {}
     for fold_name, train, test in folds:
         started = time.perf_counter()
         train_outcomes, test_outcomes = outcomes.subset(train), outcomes.subset(test)
+        prompts = [stem_of(p) for p in test_outcomes.prompts] if shifted else test_outcomes.prompts
         inner = tables["first32"].rows(train)
         chosen, _ = select_candidate(inner, train_outcomes, folds=INNER_FOLDS)
         scores: dict[str, FloatArray] = {
             "random": random_scores(len(test_outcomes)),
-            "length": length_scores(test_outcomes.prompts),
+            "length": length_scores(prompts),
             "oracle": oracle_scores(test_outcomes.weak, test_outcomes.strong),
             "chosen": fit_router(inner, train_outcomes, chosen).score_features(
-                tables["first32"].rows(test)
+                tested(tables["first32"], test, shifted)
             ),
         }
         for label, (recipe, embedding) in FIXED.items():
             fitted = fit_fixed(recipe, tables[embedding].rows(train), train_outcomes)
-            scores[label] = fitted(tables[embedding].rows(test))
+            scores[label] = fitted(tested(tables[embedding], test, shifted))
         fold: dict[str, Any] = {
             "fold": fold_name,
             "test_groups": sorted(set(test_outcomes.groups)),
@@ -247,9 +269,14 @@ def evaluate(
     started = time.perf_counter()
     tables = {
         "first32": FeatureTable.compute(
-            outcomes.prompts, embedder, cache_dir, embed_words=EMBED_WORDS
+            outcomes.prompts,
+            embedder,
+            cache_dir,
+            embed_words=EMBED_WORDS,
+            choices=True,
+            stems=True,
         ),
-        "full": FeatureTable.compute(outcomes.prompts, embedder, cache_dir),
+        "full": FeatureTable.compute(outcomes.prompts, embedder, cache_dir, stems=True),
     }
     feature_seconds = time.perf_counter() - started
     protocols = {
@@ -257,6 +284,9 @@ def evaluate(
             outcomes, tables, subject_folds(groups, OUTER_FOLDS, seed=0), "subjects"
         ),
         "categories": run_protocol(outcomes, tables, category_folds(groups), "categories"),
+        "formats": run_protocol(
+            outcomes, tables, subject_folds(groups, OUTER_FOLDS, seed=0), "formats", shifted=True
+        ),
     }
     report: dict[str, Any] = {
         "data": {
@@ -269,8 +299,10 @@ def evaluate(
         "protocol": {
             "subjects": f"{OUTER_FOLDS} folds over subject groups (duplicates joined)",
             "categories": "each MMLU category held out whole",
+            "formats": "the subject folds, test prompts scored with their answer choices removed",
             "inner_folds": INNER_FOLDS,
-            "selection": "chosen: max of inner mean APGR - 0.5 x inner std, training groups only",
+            "selection": "chosen: max of inner mean APGR - 0.5 x inner std (inner subject folds, "
+            "each also without answer choices, and categories), training groups only",
             "candidates": [recipe.label for recipe in CANDIDATES],
             "embed_words": EMBED_WORDS,
         },

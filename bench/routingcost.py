@@ -6,7 +6,8 @@ with no cache, as a live request scores a new prompt:
 - ``router``: the bundled router's own path (``LearnedRouter.score``: its features, its heads;
   no model run when it has no embedding features);
 - ``table_first32``: the live scorer's shared feature table (``route/difficulty.py`` embeds
-  the first 32 words once for every head, then the text and structure features);
+  the first 32 words once for every head, then the text and structure features, and the
+  answer-choice features when the router reads them);
 - ``table_whole_prompt``: the same with the whole prompt embedded, what a full-prompt
   embedding recipe would cost.
 
@@ -44,7 +45,7 @@ def measure_cost(prompts: list[str], embedder: Embedder) -> dict[str, Any]:
     paths: dict[str, Callable[[str], object]] = {
         "router": lambda p: router.score([p], embedder),
         "table_first32": lambda p: FeatureTable.compute(
-            [p], embedder, embed_words=LIVE_EMBED_WORDS
+            [p], embedder, embed_words=LIVE_EMBED_WORDS, choices="choices" in router.features
         ),
         "table_whole_prompt": lambda p: FeatureTable.compute([p], embedder),
     }

@@ -111,6 +111,11 @@ def open_scorer(threads: int = THREADS) -> LlamaScorer:
     return LlamaScorer(smollm2_path(), threads=threads)
 
 
+MIN_CACHED = 200
+"""The fewest cached prompts the sample's rows are measured on: 9 folds of a smaller sample
+leave some test fold with too few prompts of one outcome for a curve."""
+
+
 def cached_prefix(prompts: list[str], cache_dir: Path, fingerprint: str, size: int) -> int:
     """How many of the sample's first rows (in pass order) are already in the cache."""
     cached = read_cache(cache_path(cache_dir, fingerprint))
@@ -136,6 +141,11 @@ def measure_sample(
         return None, str(error)
     if cached_only:
         size = cached_prefix(prompts, cache_dir, scorer.fingerprint, size)
+        if size < MIN_CACHED:
+            return None, (
+                f"{size} prompts of the sample are in the cache folder (at least {MIN_CACHED} "
+                "are needed for the folds): run `python -m bench.routingllm` first"
+            )
     order = sample_order(len(prompts), size)
     measured = measure_prompts(scorer, [prompts[row] for row in order], cache_dir)
     by_row = np.argsort(order)

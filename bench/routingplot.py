@@ -5,13 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-CURVES = ("random", "length", "previous", "chosen", "text+structure/gain/C=0.01")
+CURVES = (
+    "random",
+    "length",
+    "previous",
+    "chosen",
+    "text+structure/gain/C=0.01",
+    "text+structure+choices/gain/C=0.01/stems",
+)
 
 
 def plot(report: dict[str, Any], path: Path) -> None:
-    """Left: mean deferral curves of the baselines, the previous recipe, ``chosen`` and the
-    shipped recipe (text+structure); right: every
-    router's APGR in each fold of both protocols (the spread the means hide)."""
+    """Left: mean deferral curves of the baselines, the previous recipes, ``chosen`` and the
+    shipped recipe (text+structure+choices, trained with stems); right: every router's APGR in
+    each fold of every protocol (the spread the means hide)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -34,13 +41,18 @@ def plot(report: dict[str, Any], path: Path) -> None:
     curves.axhline(0.95 * strong, color="red", linestyle=":", label="95 % of strong quality")
     curves.set_xlabel("Strong model calls (%)")
     curves.set_ylabel("Correct (%)")
-    curves.set_title("MMLU deferral curves, subject groups held out (mean of 5 folds)")
+    curves.set_title("MMLU, subject groups held out (mean of 5 folds)")
     curves.legend(loc="lower right", fontsize=8)
 
     routers = [name for name in subjects["summary"] if name != "oracle"]
-    for offset, (protocol, marker) in enumerate((("subjects", "o"), ("categories", "s"))):
+    shown = [("subjects", "o"), ("categories", "s"), ("formats", "^")]
+    for offset, (protocol, marker) in enumerate(
+        (name, marker) for name, marker in shown if name in report["protocols"]
+    ):
         summary = report["protocols"][protocol]["summary"]
         for row, name in enumerate(routers):
+            if name not in summary:  # the LLM sample's rows have no format-shift protocol
+                continue
             values = summary[name]["apgr"]["per_fold"]
             spread.scatter(
                 values,
@@ -54,7 +66,7 @@ def plot(report: dict[str, Any], path: Path) -> None:
     spread.axvline(0.65, color="red", linestyle=":", label="goal 0.65")
     spread.set_yticks(range(len(routers)), routers, fontsize=7)
     spread.set_xlabel("APGR per held-out fold (| = mean)")
-    spread.set_title("Spread over folds: 5 subject-group folds, 4 category folds")
+    spread.set_title("APGR per fold: subjects, categories, without choices")
     spread.legend(loc="lower right", fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=100)

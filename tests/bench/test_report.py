@@ -410,3 +410,34 @@ def test_what_one_request_at_a_time_pays_is_judged_against_half_a_millisecond(
 def test_a_result_from_before_the_chat_was_measured_still_renders(tmp_path: Path) -> None:
     (local,) = unloaded_rows(tmp_path, local_overhead(0.45, None))
     assert local.endswith("**met** |")
+
+
+def test_the_format_shift_is_judged_against_length_where_it_was_measured(tmp_path: Path) -> None:
+    assert "choices removed" not in render(SAMPLE, {}, tmp_path / "before.md").split("## ")[0]
+    shifted = copy.deepcopy(SAMPLE)
+    routing = shifted["sections"]["routing"]["result"]
+    routing["protocol"]["formats"] = "the subject folds without their answer choices"
+    routing["protocols"]["formats"] = {
+        "summary": routers({"random": 0.5, "length": 0.56, "text+structure/gain/C=0.01": 0.58})
+    }
+    document = render(shifted, {}, tmp_path / "benchmarks.md")
+    row = next(line for line in document.splitlines() if "answer choices removed" in line)
+    assert "0.580 vs 0.560" in row
+    assert row.endswith("**met** |")  # 0.02 above: clearly
+    assert "| **text+structure/gain/C=0.01** (shipped) | 0.610 ± 0.040 (0.570) |" in document
+    assert "knn | 0.660 ± 0.040 (0.620) | 0.500 ± 0.040 (0.460) | n/a |" in document
+    routing["protocols"]["formats"]["summary"]["length"]["apgr"]["mean"] = 0.57  # a tie
+    row = next(
+        line
+        for line in render(shifted, {}, tmp_path / "again.md").splitlines()
+        if "answer choices removed" in line
+    )
+    assert row.endswith("**missed** |")
+
+
+def test_skipped_llm_rows_are_said_not_rendered(tmp_path: Path) -> None:
+    skipped = copy.deepcopy(SAMPLE)
+    skipped["sections"]["routing"]["result"]["llm_signal"] = {"skipped": "0 prompts cached"}
+    document = render(skipped, {}, tmp_path / "benchmarks.md")
+    assert "The local LLM's rows were not measured in this run: 0 prompts cached" in document
+    assert "Could not render" not in document

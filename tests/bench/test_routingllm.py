@@ -63,3 +63,16 @@ def test_without_llama_cpp_the_rows_are_skipped_with_the_reason(
     measured, why = routingllm.measure_sample(["a prompt"], tmp_path, size=1)
     assert measured is None
     assert "llama-cpp-python" in why
+
+
+def test_with_too_little_in_the_cache_the_rows_are_skipped_not_run_on_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Scorer:
+        fingerprint = "smollm2:test"
+
+    monkeypatch.setattr(routingllm, "open_scorer", lambda threads=1: Scorer())
+    measured, why = routingllm.measure_sample(["a prompt"] * 300, tmp_path, cached_only=True)
+    assert measured is None
+    assert "0 prompts of the sample are in the cache folder" in why
+    assert "python -m bench.routingllm" in why

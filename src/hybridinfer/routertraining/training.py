@@ -315,7 +315,9 @@ def train_router(
         "selection": {
             "folds": folds,
             "by": "mean APGR - 0.5 x its spread over held-out folds: subject groups "
-            "(subjects sharing a prompt joined), then each MMLU category",
+            "(subjects sharing a prompt joined"
+            + ("; each also scored without its answer choices" if table.stems is not None else "")
+            + "), then each MMLU category",
             "scores": scored,
         },
         "metrics": {k: v for k, v in chosen_metrics.items() if k != "candidate"},
