@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -71,3 +72,37 @@ async def test_a_lone_request_is_answered(wait: float) -> None:
         result = await batcher.infer({"x": np.ones((1, 1), np.float32)})
         await batcher.aclose()
     assert result["y"].tolist() == [[2.0]]
+
+
+async def test_a_request_alone_is_not_held_for_company_that_is_not_coming() -> None:
+    model = Doubler()
+    with ThreadPoolExecutor(1) as pool:
+        batcher = MicroBatcher(model, pool, max_wait_s=2.0, workers=1)
+        for value in (1.0, 2.0):  # one at a time, far apart: neither waits the 2 s
+            async with asyncio.timeout(1.0):
+                result = await batcher.infer({"x": np.full((1, 1), value, np.float32)})
+            assert result["y"].tolist() == [[2 * value]]
+        await batcher.aclose()
+    assert model.calls == [1, 1]
+
+
+class SlowDoubler(Doubler):
+    def __call__(self, feeds: Mapping[str, npt.NDArray[Any]]) -> dict[str, npt.NDArray[Any]]:
+        time.sleep(0.03)
+        return super().__call__(feeds)
+
+
+async def test_requests_arriving_while_a_batch_runs_wait_for_company() -> None:
+    model = SlowDoubler()
+    with ThreadPoolExecutor(2) as pool:
+        batcher = MicroBatcher(model, pool, max_wait_s=0.1, workers=2)
+
+        async def arrive(index: int) -> dict[str, Any]:
+            await asyncio.sleep(0.005 * index)  # 5 ms apart, while the first runs for 30 ms
+            return await batcher.infer({"x": np.full((1, 1), index, np.float32)})
+
+        results = await asyncio.gather(*(arrive(index) for index in range(6)))
+        await batcher.aclose()
+    assert [r["y"].tolist() for r in results] == [[[2.0 * i]] for i in range(6)]
+    # the first ran at once, alone; the second worker waited beside it and took the rest
+    assert model.calls == [1, 5]

@@ -1,10 +1,11 @@
 """Dynamic micro-batching: concurrent requests for one model become one runtime call.
 
-Requests queue up; a worker takes the oldest, waits at most ``max_wait_s`` for company, takes
-every queued request with the same input signature (names, dtypes and trailing dimensions) up
-to ``max_batch_size`` rows, concatenates them along the first axis, runs them once on a thread
-(never on the event loop) and hands each caller its own rows back. A batch that fails is re-run
-request by request, so one bad input fails only its own request.
+Requests queue up; a worker takes the oldest, waits at most ``max_wait_s`` for company when
+company is likely (see ``_company_likely``), takes every queued request with the same input
+signature (names, dtypes and trailing dimensions) up to ``max_batch_size`` rows, concatenates
+them along the first axis, runs them once on a thread (never on the event loop) and hands each
+caller its own rows back. A batch that fails is re-run request by request, so one bad input
+fails only its own request.
 """
 
 from __future__ import annotations
@@ -90,6 +91,8 @@ class MicroBatcher:
         self.max_wait_s = max_wait_s
         self._workers = workers
         self._queue: deque[_Pending] = deque()
+        self._running = 0
+        """Batches on the executor now."""
         self._wakeup = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self.batches = 0
@@ -135,7 +138,7 @@ class MicroBatcher:
             while not self._queue:
                 self._wakeup.clear()
                 await self._wakeup.wait()
-            if self.max_wait_s > 0 and len(self._queue) < self.max_batch_size:
+            if self._company_likely():
                 await asyncio.sleep(self.max_wait_s)
                 if not self._queue:  # another worker took them while we waited
                     continue
@@ -144,10 +147,13 @@ class MicroBatcher:
                 continue
             self.batches += 1
             self.batched_rows += sum(item.rows for item in batch)
+            self._running += 1
             try:
                 results = await loop.run_in_executor(self._executor, run_batch, self._run, batch)
             except RuntimeError as exc:  # the executor shut down under us
                 results = [exc] * len(batch)
+            finally:
+                self._running -= 1
             for item, result in zip(batch, results, strict=True):
                 if item.future.done():
                     continue
@@ -155,6 +161,16 @@ class MicroBatcher:
                     item.future.set_exception(result)
                 else:
                     item.future.set_result(result)
+
+    def _company_likely(self) -> bool:
+        """Whether waiting ``max_wait_s`` may fill the batch: callers are concurrent right now
+        (another batch is running, or more than one request is queued). A request alone in an
+        idle batcher — one caller at a time, or the first after a lull — runs at once: waiting
+        would add the whole wait to it (0.5 ms by default) with no one to wait for. Under load
+        a batch is nearly always running, so batches wait and fill as before."""
+        if self.max_wait_s <= 0 or len(self._queue) >= self.max_batch_size:
+            return False
+        return self._running > 0 or len(self._queue) > 1
 
     async def aclose(self) -> None:
         """Stop the workers; queued callers get CancelledError."""

@@ -74,7 +74,10 @@ class NodeSettings(BaseSettings):
     max_batch_wait_us: int = Field(
         500,
         ge=0,
-        description="Micro-batching: how long (µs) the first queued request waits for company.",
+        description=(
+            "Micro-batching: how long (µs) the first queued request waits for company when "
+            "callers are concurrent (under uvloop, below 1000: one turn of the event loop)."
+        ),
     )
     session_cache_bytes: int = Field(
         1 << 30,
