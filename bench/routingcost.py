@@ -27,7 +27,12 @@ import numpy as np
 
 from bench.harness import REPO, RESULTS, percentiles
 from hybridinfer.models.embedder import Embedder
-from hybridinfer.route.learned import FeatureTable, LearnedRouter, bundled_router_path
+from hybridinfer.route.learned import (
+    FeatureTable,
+    LearnedRouter,
+    bundled_router_path,
+    choice_sets,
+)
 from hybridinfer.routertraining.embedding import open_embedder
 from hybridinfer.routertraining.outcomes import default_data_dir, load_outcomes_dir
 
@@ -45,7 +50,10 @@ def measure_cost(prompts: list[str], embedder: Embedder) -> dict[str, Any]:
     paths: dict[str, Callable[[str], object]] = {
         "router": lambda p: router.score([p], embedder),
         "table_first32": lambda p: FeatureTable.compute(
-            [p], embedder, embed_words=LIVE_EMBED_WORDS, choices="choices" in router.features
+            [p],
+            embedder,
+            embed_words=LIVE_EMBED_WORDS,
+            choices=choice_sets(router.features),
         ),
         "table_whole_prompt": lambda p: FeatureTable.compute([p], embedder),
     }

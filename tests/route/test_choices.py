@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hybridinfer.route.choices import CHOICE_FEATURES, choice_features, describe, stem_of
+from hybridinfer.route.choices import (
+    CHOICE_FEATURES,
+    choice_features,
+    describe,
+    stem_of,
+    trigram_vectors,
+)
 
 QUESTION = "Which gas do plants take in?\nA. Oxygen\nB. Carbon dioxide\nC. Helium\nD. Neon\nAnswer:"
 
@@ -60,3 +66,15 @@ def test_every_text_is_embedded_in_one_call_and_a_chat_runs_no_model() -> None:
     assert rows[0].any()
     assert choice_features(["Tell me a joke"], embed).shape == (1, len(CHOICE_FEATURES))
     assert len(calls) == 1
+
+
+def test_trigram_vectors_fold_case_and_spaces_and_leave_an_empty_text_at_zero() -> None:
+    vectors = trigram_vectors(["Carbon dioxide", "carbon   DIOXIDE", "Helium", ""])
+    assert vectors[0] @ vectors[1] == pytest.approx(1.0)
+    assert vectors[0] @ vectors[2] < 0.2
+    assert np.linalg.norm(vectors[0]) == pytest.approx(1.0)
+    assert not vectors[3].any()
+    rows = choice_features([QUESTION.replace("Neon", "Carbon monoxide")], trigram_vectors)
+    named = dict(zip(CHOICE_FEATURES, rows[0], strict=True))
+    # "Carbon dioxide" and "Carbon monoxide" share most of their trigrams
+    assert named["choice_similarity_max"] > 0.5

@@ -12,7 +12,13 @@ import pytest
 
 from hybridinfer.errors import ConfigError
 from hybridinfer.models.embedder import Embedder
-from hybridinfer.route.learned import FeatureTable, LearnedRouter, bundled_router_path
+from hybridinfer.route.learned import (
+    CHOICE_SETS,
+    FeatureTable,
+    LearnedRouter,
+    bundled_router_path,
+    choice_sets,
+)
 from hybridinfer.routertraining.deferral import curve_metrics, deferral_curve, length_scores
 from hybridinfer.routertraining.outcomes import Outcomes, load_outcomes_dir
 from hybridinfer.routertraining.training import Candidate, fit_router
@@ -51,7 +57,7 @@ def test_bundled_router_ranks_mmlu_above_random_and_length(embedder: Embedder) -
         embedder,
         embed_words=router.embed_words,
         embed="embedding" in router.features,
-        choices="choices" in router.features,
+        choices=choice_sets(router.features),
     )
     learned = curve_metrics(
         deferral_curve(router.score_features(table), sample.weak, sample.strong)
@@ -135,7 +141,7 @@ def test_answer_choice_features_round_trip_and_are_checked_on_load(
     outcomes: Outcomes, embedder: Embedder, tmp_path: Path
 ) -> None:
     prompts = outcomes.prompts[:40]
-    table = FeatureTable.compute(prompts, embedder, embed=False, choices=True)
+    table = FeatureTable.compute(prompts, embedder, embed=False, choices=("choices",))
     assert table.choices is not None
     assert np.abs(table.choices).sum() > 0
     router = fit_router(
@@ -148,10 +154,13 @@ def test_answer_choice_features_round_trip_and_are_checked_on_load(
         LearnedRouter.load(path).score(prompts, embedder), router.score_features(table), atol=1e-5
     )
     document = orjson.loads(path.read_bytes())
-    document["choice_features"] = document["choice_features"][:-1]
-    path.write_bytes(orjson.dumps(document))
-    with pytest.raises(ConfigError, match="other answer-choice features"):
-        LearnedRouter.load(path)
+    for key, changed in (
+        ("choice_features", document["choice_features"][:-1]),
+        ("choice_reading", {**document["choice_reading"], "stem_words": 32}),
+    ):
+        path.write_bytes(orjson.dumps({**document, key: changed}))
+        with pytest.raises(ConfigError, match="other answer-choice features"):
+            LearnedRouter.load(path)
     with pytest.raises(ConfigError, match="no choices features"):
         FeatureTable.compute(prompts[:2], embedder, embed=False).matrix(("choices",))
 
@@ -160,12 +169,36 @@ def test_a_table_with_stems_holds_each_prompt_without_its_choices(
     outcomes: Outcomes, embedder: Embedder
 ) -> None:
     prompts = outcomes.prompts[:6]
-    table = FeatureTable.compute(prompts, embedder, embed=False, choices=True, stems=True)
+    table = FeatureTable.compute(prompts, embedder, embed=False, choices=CHOICE_SETS, stems=True)
     assert table.stems is not None
     assert table.stems.choices is not None
+    assert table.stems.choicetext is not None
     # the stems have no lettered choices left: no answer-choice signal, fewer words
     assert not table.stems.choices.any()
+    assert not table.stems.choicetext.any()
     assert (table.stems.text[:, 1] < table.text[:, 1]).all()
     picked = table.rows(np.asarray([True, False, True, False, False, False]))
     assert picked.stems is not None
     np.testing.assert_array_equal(picked.stems.text, table.stems.text[[0, 2]])
+
+
+def test_the_trigram_reading_of_the_choices_runs_no_model(outcomes: Outcomes) -> None:
+    class NoModel:
+        def count_tokens(self, texts: list[str]) -> list[int]:
+            return [len(text.split()) for text in texts]
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            raise AssertionError("embedded although the router reads the choices from trigrams")
+
+    prompts = outcomes.prompts[:40]
+    table = FeatureTable.compute(prompts, NoModel(), embed=False, choices=("choicetext",))  # type: ignore[arg-type]
+    assert table.choicetext is not None
+    assert table.choicetext.any()
+    assert table.choices is None
+    rows = outcomes.subset(np.arange(len(outcomes)) < 40)
+    router = fit_router(table, rows, Candidate(("text", "choicetext"), "gain", 1.0))
+    np.testing.assert_allclose(
+        router.score(prompts, NoModel()),
+        router.score_features(table),
+        atol=1e-9,  # type: ignore[arg-type]
+    )

@@ -14,9 +14,11 @@ import orjson
 from hybridinfer.cli.output import cli_errors
 from hybridinfer.errors import ConfigError
 from hybridinfer.route.learned import (
+    CHOICE_SETS,
     FeatureTable,
     LearnedRouter,
     bundled_router_path,
+    choice_sets,
 )
 from hybridinfer.routertraining.deferral import (
     curve_metrics,
@@ -165,7 +167,12 @@ def train(
         # Every feature set a candidate may read, and each prompt once more without its answer
         # choices: what the stems recipes train on and the selection's format-shift folds score.
         table = FeatureTable.compute(
-            outcomes.prompts, embedder, cache_dir, embed_words=words, choices=True, stems=True
+            outcomes.prompts,
+            embedder,
+            cache_dir,
+            embed_words=words,
+            choices=CHOICE_SETS,
+            stems=True,
         )
         learned = train_router(table, outcomes, folds=folds, progress=progress, embed_words=words)
         learned.embedder = {"name": embedder.name, "sha256": embedder.sha256}
@@ -245,7 +252,7 @@ def calibrate(data_dir: Path, artifact: Path, sample: int, seed: int, models_dir
             embedder,
             embed_words=learned.embed_words,
             embed="embedding" in learned.features,
-            choices="choices" in learned.features,
+            choices=choice_sets(learned.features),
         )
         learned.card["calibration"] = calibration(learned, table, prompts)
         learned.save(artifact)

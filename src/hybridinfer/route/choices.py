@@ -1,12 +1,16 @@
 """How the answer choices of a multiple-choice prompt relate to the question and to each other.
 
-Topic-free, like the question-form features: the question stem and each lettered choice are
-embedded once (MiniLM, one batch per prompt) and only their cosine similarities are kept. Choices
-that are close to one another ask for a fine distinction, which the weak model misses more
-often (on RouteLLM's MMLU outcomes the mean similarity between choices correlates -0.26 with the
-weak model being right and +0.10 with the strong model's gain over it); a choice that stands
-out against the stem is the opposite. A prompt without lettered choices gets zeros and costs
-nothing: no model runs.
+Topic-free, like the question-form features: the question stem and each lettered choice (their
+first 16 words) become unit vectors and only their cosine similarities are kept. Two readings of
+the same seven similarities: ``text`` vectors count each text's character trigrams (hashed into
+``TRIGRAM_BUCKETS``; ~0.2 ms a prompt, no model), ``semantic`` ones are MiniLM sentence
+embeddings (a model run per text: ~8-14 ms for a prompt with four choices on two cores, over the
+live router's 10 ms budget, so only the benchmark scores them). Choices that are close to one
+another ask for a fine distinction, which the weak model misses more often (on RouteLLM's MMLU
+outcomes the mean MiniLM similarity between choices correlates -0.26 with the weak model being
+right and +0.10 with the strong model's gain over it, the trigram one -0.19); a choice that
+stands out against the stem is the opposite. A prompt without lettered
+choices gets zeros and costs nothing: no model runs.
 
 ``stem_of`` gives the prompt with its choices removed: the form a chat question takes, which
 training adds beside each multiple-choice prompt (``routertraining/training.py``) so that a
@@ -15,6 +19,7 @@ router's weights do not lean on a format that another domain lacks.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 
 import numpy as np
@@ -31,15 +36,46 @@ CHOICE_FEATURES = (
     "choice_similarity_min",
     "choice_similarity_max",
 )
-STEM_WORDS = 32
-"""The stem's first words are embedded (as the live scorer embeds a prompt's first words: a
-200-word passage costs MiniLM ~65 ms on two cores, its first 32 words a few)."""
+STEM_WORDS = 16
+CHOICE_WORDS = 16
+"""The stem's and each choice's first words are embedded. MiniLM runs once per text (one
+activation scale per run: see ``models/embedder.py``), ~1.5 ms for a short one on two cores, so
+five texts cost most of the router's budget; 16 words scored as well as 32 and whole choices on
+the MMLU folds and cut the longest choices' share of that time."""
 MAX_CHOICES = 10
+TRIGRAM_BUCKETS = 4096
 _TEMPERATURE = 0.05
 """Softmax temperature over the stem-choice similarities for the entropy: cosine similarities
 of MiniLM sentences differ by a few hundredths."""
 
 FloatMatrix = npt.NDArray[np.float64]
+
+
+def reading() -> dict[str, int]:
+    """How the texts are cut, as an artifact records it: a router trained on other cuts reads
+    other similarities."""
+    return {
+        "stem_words": STEM_WORDS,
+        "choice_words": CHOICE_WORDS,
+        "max_choices": MAX_CHOICES,
+        "trigram_buckets": TRIGRAM_BUCKETS,
+    }
+
+
+def trigram_vectors(texts: list[str]) -> FloatMatrix:
+    """Unit vectors of each text's character trigram counts (lower case, spaces folded, one
+    space at each end), hashed with CRC-32 into ``TRIGRAM_BUCKETS``; zeros for an empty text."""
+    vectors = np.zeros((len(texts), TRIGRAM_BUCKETS), dtype=np.float64)
+    for row, text in enumerate(texts):
+        folded = f" {' '.join(text.lower().split())} ".encode()
+        buckets = [
+            zlib.crc32(folded[start : start + 3]) % TRIGRAM_BUCKETS
+            for start in range(len(folded) - 2)
+        ]
+        vectors[row] = np.bincount(buckets, minlength=TRIGRAM_BUCKETS)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    unit: FloatMatrix = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+    return unit
 
 
 def stem_of(prompt: str) -> str:
@@ -49,12 +85,15 @@ def stem_of(prompt: str) -> str:
 
 
 def _texts(prompt: str) -> list[str]:
-    """The stem's first words, then each choice, when the prompt has two or more choices."""
+    """The stem's first words, then each choice's, when the prompt has two or more choices."""
     stem, choices = split_choices(prompt)
     if not choices:
         return []
     first = " ".join(stem.split()[:STEM_WORDS])
-    return [first, *(choice.strip() or "-" for choice in choices[:MAX_CHOICES])]
+    return [
+        first,
+        *(" ".join(choice.split()[:CHOICE_WORDS]) or "-" for choice in choices[:MAX_CHOICES]),
+    ]
 
 
 def describe(vectors: FloatMatrix) -> list[float]:

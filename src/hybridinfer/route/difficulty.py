@@ -42,7 +42,7 @@ from hybridinfer.decompose.rules import split_reference
 from hybridinfer.models.embedder import Embedder
 from hybridinfer.policy.document import DifficultyKnob, RouterPolicy
 from hybridinfer.route.context import RouteContext
-from hybridinfer.route.learned import FeatureTable, LearnedRouter
+from hybridinfer.route.learned import FeatureTable, LearnedRouter, choice_sets
 from hybridinfer.route.router import Router
 from hybridinfer.store.retained import RetainedPrompts
 
@@ -186,7 +186,7 @@ class DifficultyScorer:
                 embed_words=MAX_WORDS,
                 embed="embedding" in needs,
                 structure="structure" in needs,
-                choices="choices" in needs,
+                choices=choice_sets(needs),
             )
             for name, head in heads.items():
                 found[name] = float(head.score_features(table)[0])

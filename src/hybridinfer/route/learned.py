@@ -29,13 +29,20 @@ import orjson
 
 from hybridinfer.errors import ConfigError
 from hybridinfer.models.embedder import Embedder
-from hybridinfer.route.choices import CHOICE_FEATURES, choice_features, stem_of
+from hybridinfer.route.choices import (
+    CHOICE_FEATURES,
+    choice_features,
+    reading,
+    stem_of,
+    trigram_vectors,
+)
 from hybridinfer.route.promptstructure import STRUCTURE_FEATURES, structure_features
 
 logger = logging.getLogger(__name__)
 
 FORMAT = "hybridinfer-router/1"
-FEATURE_SETS = ("embedding", "text", "structure", "choices")
+FEATURE_SETS = ("embedding", "text", "structure", "choices", "choicetext")
+CHOICE_SETS = ("choices", "choicetext")
 TEXT_STATISTICS = (
     "log_chars",
     "log_words",
@@ -78,7 +85,9 @@ class FeatureTable:
     structure: FloatMatrix | None = None
     """The question-form features; ``None`` in tables built by hand without them."""
     choices: FloatMatrix | None = None
-    """The answer-choice features; ``None`` when not computed."""
+    """The answer-choice features read by MiniLM; ``None`` when not computed."""
+    choicetext: FloatMatrix | None = None
+    """The same features read from character trigrams (no model); ``None`` when not computed."""
     stems: FeatureTable | None = None
     """The same rows with their answer choices removed (``choices.stem_of``), when computed:
     what a recipe with ``stems`` also trains on, and what the format-shift protocol scores."""
@@ -92,14 +101,15 @@ class FeatureTable:
         embed_words: int | None = None,
         embed: bool = True,
         structure: bool = True,
-        choices: bool = False,
+        choices: tuple[str, ...] = (),
         stems: bool = False,
     ) -> FeatureTable:
         """Embed and measure ``prompts``; embeddings are cached by content when asked.
         ``embed_words`` embeds only each prompt's first words (the statistics read it all);
         ``embed=False`` skips the embedding (a router without that feature set: no model run),
-        ``structure=False`` the question-form features; ``choices`` adds the answer-choice
-        features, ``stems`` the same table of the prompts with their choices removed."""
+        ``structure=False`` the question-form features; ``choices`` names the answer-choice
+        sets to add (``CHOICE_SETS``: read by MiniLM, or from trigrams), ``stems`` the same
+        table of the prompts with their choices removed."""
         embedded = (
             prompts if embed_words is None else [first_words(p, embed_words) for p in prompts]
         )
@@ -115,8 +125,11 @@ class FeatureTable:
             structure=structure_features(prompts) if structure else None,
             choices=(
                 choice_features(prompts, lambda texts: embed_with_cache(embedder, texts, cache_dir))
-                if choices
+                if "choices" in choices
                 else None
+            ),
+            choicetext=(
+                choice_features(prompts, trigram_vectors) if "choicetext" in choices else None
             ),
             stems=(
                 cls.compute(
@@ -138,7 +151,7 @@ class FeatureTable:
         unknown = [name for name in features if name not in FEATURE_SETS]
         if unknown:
             raise ConfigError(f"unknown router feature set(s): {', '.join(unknown)}")
-        for name in ("structure", "choices"):
+        for name in ("structure", *CHOICE_SETS):
             if name in features and getattr(self, name) is None:
                 raise ConfigError(f"this feature table has no {name} features")
         if "embedding" in features and self.embedding.shape[1] == 0:
@@ -152,8 +165,14 @@ class FeatureTable:
             text=self.text[mask],
             structure=None if self.structure is None else self.structure[mask],
             choices=None if self.choices is None else self.choices[mask],
+            choicetext=None if self.choicetext is None else self.choicetext[mask],
             stems=None if self.stems is None else self.stems.rows(mask),
         )
+
+
+def choice_sets(features: tuple[str, ...] | set[str]) -> tuple[str, ...]:
+    """The answer-choice sets among ``features``: what a table for them must compute."""
+    return tuple(name for name in CHOICE_SETS if name in features)
 
 
 def first_words(text: str, count: int) -> str:
@@ -224,7 +243,7 @@ class LearnedRouter:
             embedder,
             embed_words=self.embed_words,
             embed="embedding" in self.features,
-            choices="choices" in self.features,
+            choices=choice_sets(self.features),
         )
         return self.score_features(table)
 
@@ -250,7 +269,11 @@ class LearnedRouter:
                 if "structure" in self.features
                 else {}
             ),
-            **({"choice_features": list(CHOICE_FEATURES)} if "choices" in self.features else {}),
+            **(
+                {"choice_features": list(CHOICE_FEATURES), "choice_reading": reading()}
+                if set(CHOICE_SETS) & set(self.features)
+                else {}
+            ),
             "embedder": self.embedder,
             "embed_words": self.embed_words,
             "heads": [
@@ -287,8 +310,9 @@ class LearnedRouter:
                 STRUCTURE_FEATURES
             ):
                 raise ConfigError(f"{path} was trained on other structure features")
-            if "choices" in document["features"] and document.get("choice_features") != list(
-                CHOICE_FEATURES
+            if set(CHOICE_SETS) & set(document["features"]) and (
+                document.get("choice_features") != list(CHOICE_FEATURES)
+                or document.get("choice_reading") != reading()
             ):
                 raise ConfigError(f"{path} was trained on other answer-choice features")
             heads = [
