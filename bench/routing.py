@@ -1,6 +1,6 @@
 """Held-out report of the learned router candidates on RouteLLM's MMLU outcomes.
 
-Two protocols, each scoring every router on the same folds:
+Three protocols, each scoring every router on the same folds:
 
 - ``subjects``: 5 folds over subject groups (subjects sharing a prompt, after whitespace
   normalisation, are one group: 78 questions are in both ``clinical_knowledge`` and
@@ -208,7 +208,8 @@ def add_llm_rows(
     cached_only: bool,
 ) -> None:
     """Measure the LLM signal on the sample (from the cache when computed before) and add its
-    rows to both protocols; without llama.cpp or SmolLM2, say so and add none."""
+    rows to the subjects and categories protocols; without llama.cpp or SmolLM2, or with too
+    little of the sample cached under --llm-cached-only, say so and add none."""
     from bench.routingllm import sample_mask
 
     measured, about = measure_sample(outcomes.prompts, cache_dir, size, cached_only)

@@ -5,20 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-CURVES = (
-    "random",
-    "length",
-    "previous",
-    "chosen",
-    "text+structure/gain/C=0.01",
-    "text+structure+choices/gain/C=0.01/stems",
-)
+CURVES = ("random", "length", "previous", "chosen", "text+structure/gain/C=0.01")
+"""Beside the shipped recipe (the one whose cost was measured), drawn too."""
 
 
 def plot(report: dict[str, Any], path: Path) -> None:
     """Left: mean deferral curves of the baselines, the previous recipes, ``chosen`` and the
-    shipped recipe (text+structure+choices, trained with stems); right: every router's APGR in
-    each fold of every protocol (the spread the means hide)."""
+    shipped recipe; right: every router's APGR in each fold of every protocol (the spread the
+    means hide)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -28,7 +22,8 @@ def plot(report: dict[str, Any], path: Path) -> None:
     figure, (curves, spread) = plt.subplots(
         1, 2, figsize=(15, 6), gridspec_kw={"width_ratios": [1, 1.3]}
     )
-    for name in CURVES:
+    shipped = report["cost"]["router"]
+    for name in dict.fromkeys((*CURVES, shipped)):
         curve = subjects["curves"][name]
         apgr = subjects["summary"][name]["apgr"]["mean"]
         shares = [100 * share for share in curve["strong_share"]]
