@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -68,6 +69,33 @@ async def test_a_version_applied_on_one_replica_is_adopted_by_the_others_reload(
 
     assert second.current().version == "ops-2"
     assert [rule.rule.name for rule in second.current().rules] == ["all-local"]
+
+
+async def test_a_reload_that_read_the_store_before_an_apply_does_not_put_the_old_one_back(
+    replicas: tuple[PolicyCenter, PolicyCenter], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The poll's reload reads the store, then awaits: an apply landing in between must win."""
+    center, _ = replicas
+    read, resume = asyncio.Event(), asyncio.Event()
+    serving = center._states.serving
+
+    async def slow_read() -> Any:
+        states = await serving()  # what the store says before the apply below
+        read.set()
+        await resume.wait()
+        return states
+
+    monkeypatch.setattr(center._states, "serving", slow_read)
+    polling = asyncio.create_task(center.reload())
+    await read.wait()
+    monkeypatch.setattr(center._states, "serving", serving)
+    await center.apply(NEXT, "key-a")
+    resume.set()
+    await polling
+
+    assert center.current().version == "ops-2"
+    await center.reload()  # and the next poll, reading the store afresh, agrees
+    assert center.current().version == "ops-2"
 
 
 async def test_a_canary_serves_its_share_of_routing_keys_on_every_replica(

@@ -103,6 +103,9 @@ class PolicyCenter:
         self._active = self.compile(self._read_seed(), str(seed_file))
         self._canary: Canary | None = None
         self._compiled: dict[str, CompiledPolicy] = {}
+        self._changes = 0
+        """Changes made here (apply, canary moves); a reload that read the store before one
+        of them adopts nothing, or it would put back what the change just replaced."""
 
     def current(self) -> CompiledPolicy:
         """The active version (budgets and defaults read it; requests go through ``choose``)."""
@@ -179,6 +182,7 @@ class PolicyCenter:
             await self._store.activate_policy(compiled.version)
         else:
             await self._store.add_policy(compiled.version, text, compiled.thresholds, author)
+        self._changes += 1
         self._active = self._compiled[compiled.version] = compiled
         log.info("policy %s active", compiled.version)
         await self._record(author, "policy.apply", compiled.version, before)
@@ -216,6 +220,7 @@ class PolicyCenter:
             if change.after in ("canary", "active") and await self._load(change.version) is None:
                 raise InvalidPolicy(f"stored policy {change.version!r} does not validate here")
         await self._states.move(changes)
+        self._changes += 1
         await self.reload()
         after = await self._record(actor, action, version, summary(states))
         log.info("%s %s by %s: %s", action, version, actor, after)
@@ -243,16 +248,21 @@ class PolicyCenter:
         return "".join(f"{line}\n" for line in lines)
 
     async def reload(self) -> None:
-        """Adopt the store's active and canary versions where they differ from what runs."""
+        """Adopt the store's active and canary versions where they differ from what runs;
+        nothing when a change was made here while the store was read (the next poll reads
+        again)."""
+        seen = self._changes
         states = await self._states.serving()
         active = next((s for s in states if s.status == "active"), None)
         if active is not None and active.version != self._active.version:
             compiled = await self._load(active.version)
-            if compiled is not None:
+            if compiled is not None and seen == self._changes:
                 self._active = compiled
                 log.info("policy %s loaded from the store", active.version)
         canary = next((s for s in states if s.status == "canary"), None)
         running = self._canary
+        if seen != self._changes:
+            return
         if canary is None:
             self._canary = None
         elif running is None or (running.policy.version, running.percent) != (
@@ -260,7 +270,8 @@ class PolicyCenter:
             canary.percent,
         ):
             compiled = await self._load(canary.version)
-            self._canary = None if compiled is None else Canary(compiled, canary.percent or 0.0)
+            if seen == self._changes:
+                self._canary = None if compiled is None else Canary(compiled, canary.percent or 0.0)
 
     async def _load(self, version: str) -> CompiledPolicy | None:
         """A stored version compiled here (cached), or None if it does not validate here."""
