@@ -2,15 +2,17 @@
 
 Topic-free, like the question-form features: the question stem and each lettered choice (their
 first 16 words) become unit vectors and only their cosine similarities are kept. Two readings of
-the same seven similarities: ``text`` vectors count each text's character trigrams (hashed into
-``TRIGRAM_BUCKETS``; ~0.2 ms a prompt, no model), ``semantic`` ones are MiniLM sentence
-embeddings (a model run per text: ~8-14 ms for a prompt with four choices on two cores, over the
-live router's 10 ms budget, so only the benchmark scores them). Choices that are close to one
-another ask for a fine distinction, which the weak model misses more often (on RouteLLM's MMLU
-outcomes the mean MiniLM similarity between choices correlates -0.26 with the weak model being
-right and +0.10 with the strong model's gain over it, the trigram one -0.19); a choice that
-stands out against the stem is the opposite. A prompt without lettered
-choices gets zeros and costs nothing: no model runs.
+the same seven similarities, two feature sets of ``route/learned.py``:
+
+- ``choicetext``: vectors of each text's character trigram counts (hashed into
+  ``TRIGRAM_BUCKETS``; ~0.2 ms a prompt, no model). The shipped router reads these.
+- ``choices``: MiniLM sentence embeddings (a model run per text: 8-14 ms for a prompt with four
+  choices on two cores, over the live router's 10 ms budget, so only the benchmark scores them).
+
+Choices close to one another ask for a fine distinction, which the weak model misses more often:
+on RouteLLM's MMLU outcomes the mean similarity between choices correlates -0.26 (MiniLM) and
+-0.19 (trigrams) with the weak model being right. A choice that stands out against the stem is
+the opposite. A prompt without lettered choices gets zeros and runs no model.
 
 ``stem_of`` gives the prompt with its choices removed: the form a chat question takes, which
 training adds beside each multiple-choice prompt (``routertraining/training.py``) so that a
@@ -38,15 +40,14 @@ CHOICE_FEATURES = (
 )
 STEM_WORDS = 16
 CHOICE_WORDS = 16
-"""The stem's and each choice's first words are embedded. MiniLM runs once per text (one
-activation scale per run: see ``models/embedder.py``), ~1.5 ms for a short one on two cores, so
-five texts cost most of the router's budget; 16 words scored as well as 32 and whole choices on
-the MMLU folds and cut the longest choices' share of that time."""
+"""Only the stem's and each choice's first words are read: 16 scored as well as 32 words and
+whole choices on the MMLU folds, and with MiniLM (one run per text, ~1.5 ms for a short one on
+two cores) they cut the longest choices' share of the time."""
 MAX_CHOICES = 10
 TRIGRAM_BUCKETS = 4096
 _TEMPERATURE = 0.05
-"""Softmax temperature over the stem-choice similarities for the entropy: cosine similarities
-of MiniLM sentences differ by a few hundredths."""
+"""Softmax temperature over the stem-choice similarities for the entropy: the similarities of
+one prompt's choices often differ by a few hundredths."""
 
 FloatMatrix = npt.NDArray[np.float64]
 
