@@ -94,6 +94,52 @@ def test_bad_csv_is_one_line_and_exit_1(
     assert "Traceback" not in err
 
 
+def test_eval_reads_a_routellm_file_without_being_told_its_columns(
+    tmp_path: Path, minilm_models_dir: Path
+) -> None:
+    # RouteLLM's GSM8K file names the pair without the organisation and in lower case, keeps
+    # each model's multi-line response beside its verdict, and lists contaminated prompts in a
+    # contaminated_prompts.jsonl beside it.
+    rows = [
+        {
+            "prompt": row["prompt"].split("\nA.")[0],
+            "mixtral-8x7b-instruct-v0.1": row["small"],
+            "gpt-4-1106-preview": row["big"],
+            "mixtral-8x7b-instruct-v0.1_response": "Step one,\nstep two.\n#### 18",
+            "gpt-4-1106-preview_response": "",
+        }
+        for row in fresh_rows()
+    ]
+    data = write_csv(tmp_path / "gsm8k_responses.csv", rows)
+    (tmp_path / "contaminated_prompts.jsonl").write_text(
+        "".join(json.dumps({"eval_prompt": row["prompt"]}) + "\n" for row in rows[:6])
+    )
+    result = CliRunner().invoke(
+        main, ["router", "eval", "--data", str(data), "--models-dir", str(minilm_models_dir)]
+    )
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["data"]["rows"] == 54
+    assert report["data"]["contaminated_dropped"] == 6
+    assert report["data"]["columns_found_by"] == "model name"
+    assert report["data"]["weak_column"] == "mixtral-8x7b-instruct-v0.1"
+    for name in ROUTERS:
+        assert set(report[name]) == METRICS
+    kept = CliRunner().invoke(
+        main,
+        [
+            "router",
+            "eval",
+            "--data",
+            str(data),
+            "--models-dir",
+            str(minilm_models_dir),
+            "--keep-contaminated",
+        ],
+    )
+    assert json.loads(kept.stdout)["data"]["rows"] == 60
+
+
 def test_missing_file_and_missing_artifact(tmp_path: Path, minilm_models_dir: Path) -> None:
     code, _, err = run_eval(tmp_path / "nowhere.csv", minilm_models_dir)
     assert code == 1

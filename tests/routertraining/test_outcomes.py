@@ -13,6 +13,7 @@ from hybridinfer.routertraining.outcomes import (
     load_outcomes_dir,
     merge_duplicate_groups,
     normalise_prompt,
+    open_outcomes_csv,
     read_outcomes_csv,
 )
 from tests.routerdata import router_data
@@ -74,3 +75,83 @@ def test_followed_by_repeats_the_outcomes_for_another_form_of_each_prompt() -> N
     assert both.groups == ["a", "b", "a", "b"]
     with pytest.raises(ValueError, match="one prompt per row"):
         rows.followed_by(["q1"])
+
+
+GSM8K_SHAPED = (
+    "prompt,mixtral-8x7b-instruct-v0.1,gpt-4-1106-preview,"
+    "mixtral-8x7b-instruct-v0.1_response,gpt-4-1106-preview_response\n"
+    'Ducks lay 16 eggs a day. How many in a week?,True,True," 16 * 7 = 112.\n#### 112","112"\n'
+    '"A robe takes 2 bolts, and half that much white. Total?",False,True,"3\n\n","It takes 3."\n'
+    "Sprints: 3 a day for 60 m. Meters a week?,False,False,,\n"
+)
+
+
+def test_routellm_columns_are_found_by_model_name_in_any_case(tmp_path: Path) -> None:
+    path = tmp_path / "gsm8k_responses.csv"
+    path.write_text(GSM8K_SHAPED)
+    table = open_outcomes_csv(path)
+    assert (table.weak_column, table.strong_column) == (
+        "mixtral-8x7b-instruct-v0.1",
+        "gpt-4-1106-preview",
+    )
+    assert table.found_by == "model name"
+    assert table.outcomes.prompts[1] == "A robe takes 2 bolts, and half that much white. Total?"
+    assert table.outcomes.weak.tolist() == [True, False, False]
+    assert table.outcomes.strong.tolist() == [True, True, False]
+
+
+def test_two_unnamed_columns_the_more_accurate_is_the_strong_model(tmp_path: Path) -> None:
+    path = tmp_path / "pair.csv"
+    path.write_text("prompt,answer,big,small\nq1,x,True,False\nq2,y,True,True\nq3,z,0,0\n")
+    table = open_outcomes_csv(path)
+    assert (table.weak_column, table.strong_column, table.found_by) == (
+        "small",
+        "big",
+        "accuracy",
+    )
+    # Naming one of the two settles the other, whatever the accuracies.
+    named = open_outcomes_csv(path, strong_column="small")
+    assert (named.weak_column, named.strong_column, named.found_by) == ("big", "small", "given")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "prompt,a,b\nq1,True,False\nq2,False,True\n",  # equally accurate
+        "prompt,a,b,c\nq1,True,False,True\n",  # three candidates
+        "prompt,a,b\nq1,True,maybe\n",  # one True/False column
+    ],
+)
+def test_columns_it_cannot_tell_apart_ask_to_be_named(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "unclear.csv"
+    path.write_text(text)
+    with pytest.raises(InvalidInput, match="--weak-col and --strong-col"):
+        open_outcomes_csv(path)
+
+
+def test_tab_separated_with_a_byte_order_mark_and_a_capitalised_prompt(tmp_path: Path) -> None:
+    path = tmp_path / "scores.tsv"
+    path.write_bytes(
+        "\ufeffPrompt\tMistralai/mixtral-8x7B-instruct-v0.1\tGPT-4-1106-preview\n"
+        "What, exactly?\tyes\tno\n\n".encode()
+    )
+    table = open_outcomes_csv(path)
+    assert table.outcomes.prompts == ["What, exactly?"]
+    assert table.outcomes.weak.tolist() == [True]
+    assert table.outcomes.strong.tolist() == [False]
+
+
+def test_contaminated_prompts_beside_the_file_are_dropped_on_request(tmp_path: Path) -> None:
+    path = tmp_path / "gsm8k_responses.csv"
+    path.write_text(GSM8K_SHAPED)
+    beside = tmp_path / "contaminated_prompts.jsonl"
+    beside.write_text(
+        '{"eval_prompt": "Ducks lay 16 eggs a day. How many in a week?", "train": "x"}\n\n'
+    )
+    assert len(open_outcomes_csv(path).outcomes) == 3
+    table = open_outcomes_csv(path, drop_contaminated=True)
+    assert table.contaminated_dropped == 1
+    assert table.outcomes.weak.tolist() == [False, False]
+    beside.write_text('{"prompt": "no eval_prompt key"}\n')
+    with pytest.raises(InvalidInput, match=r"contaminated_prompts.jsonl:1: .*eval_prompt"):
+        open_outcomes_csv(path, drop_contaminated=True)

@@ -32,7 +32,7 @@ from hybridinfer.routertraining.outcomes import (
     WEAK_COLUMN,
     default_data_dir,
     load_outcomes_dir,
-    read_outcomes_csv,
+    open_outcomes_csv,
 )
 
 _MODELS_DIR = click.option(
@@ -66,10 +66,26 @@ def router() -> None:
     "data_file",
     required=True,
     type=click.Path(path_type=Path),
-    help="CSV with a `prompt` column and two True/False columns.",
+    help="CSV (or TSV) with a `prompt` column and a True/False column per model.",
 )
-@click.option("--weak-col", default=WEAK_COLUMN, show_default=True, help="Weak model correct?")
-@click.option("--strong-col", default=STRONG_COLUMN, show_default=True, help="Strong correct?")
+@click.option(
+    "--weak-col",
+    default=None,
+    help=f"Weak model correct? Default: the column named like {WEAK_COLUMN!r} (any case, with "
+    "or without the organisation), else the less accurate of exactly two True/False columns.",
+)
+@click.option(
+    "--strong-col",
+    default=None,
+    help=f"Strong model correct? Default: the column named like {STRONG_COLUMN!r}, else the "
+    "more accurate of exactly two True/False columns.",
+)
+@click.option(
+    "--keep-contaminated",
+    is_flag=True,
+    help="Keep prompts listed in a contaminated_prompts.jsonl beside the CSV (dropped by "
+    "default, as RouteLLM's evaluation does).",
+)
 @click.option(
     "--model",
     "artifact",
@@ -79,7 +95,12 @@ def router() -> None:
 )
 @_MODELS_DIR
 def evaluate(
-    data_file: Path, weak_col: str, strong_col: str, artifact: Path | None, models_dir: Path
+    data_file: Path,
+    weak_col: str | None,
+    strong_col: str | None,
+    keep_contaminated: bool,
+    artifact: Path | None,
+    models_dir: Path,
 ) -> None:
     """Print APGR, CPT(50 %), CPT(80 %) and the strong share at 95 % quality as JSON.
 
@@ -87,7 +108,10 @@ def evaluate(
     `length` (longer prompts to the strong model first).
     """
     with cli_errors():
-        outcomes = read_outcomes_csv(data_file, weak_col, strong_col)
+        table = open_outcomes_csv(
+            data_file, weak_col, strong_col, drop_contaminated=not keep_contaminated
+        )
+        outcomes = table.outcomes
         learned = LearnedRouter.load(artifact or bundled_router_path())
         embedder = open_embedder(models_dir, learned.embedder)
         learned.check_embedder(embedder)
@@ -101,6 +125,10 @@ def evaluate(
             "data": {
                 "file": str(data_file),
                 "rows": len(outcomes),
+                "weak_column": table.weak_column,
+                "strong_column": table.strong_column,
+                "columns_found_by": table.found_by,
+                "contaminated_dropped": table.contaminated_dropped,
                 "weak_quality": round(float(outcomes.weak.mean()), 4),
                 "strong_quality": round(float(outcomes.strong.mean()), 4),
                 "seconds": round(time.perf_counter() - started, 2),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,39 +103,165 @@ def default_data_dir() -> Path:
     return repository.parent / "shared" / "data" / "routellm-mmlu"
 
 
+@dataclass(frozen=True)
+class OutcomesFile:
+    """One CSV read: its outcomes, which columns they came from and how they were found."""
+
+    outcomes: Outcomes
+    weak_column: str
+    strong_column: str
+    found_by: str
+    """``given`` (named by the caller), ``model name`` (the RouteLLM pair's names, any case and
+    with or without the organisation) or ``accuracy`` (the only two True/False columns; the
+    more accurate is the strong model)."""
+    contaminated_dropped: int = 0
+
+
 def read_outcomes_csv(
     path: Path,
-    weak_column: str = WEAK_COLUMN,
-    strong_column: str = STRONG_COLUMN,
+    weak_column: str | None = WEAK_COLUMN,
+    strong_column: str | None = STRONG_COLUMN,
     group: str | None = None,
 ) -> Outcomes:
     """Read one CSV; any problem with it is an ``InvalidInput`` naming the file and row."""
+    return open_outcomes_csv(path, weak_column, strong_column, group).outcomes
+
+
+def open_outcomes_csv(
+    path: Path,
+    weak_column: str | None = None,
+    strong_column: str | None = None,
+    group: str | None = None,
+    *,
+    drop_contaminated: bool = False,
+) -> OutcomesFile:
+    """Read one CSV in the RouteLLM form: a ``prompt`` column and a True/False column per model.
+
+    A column named by the caller must exist. One left ``None`` is found: first by the RouteLLM
+    pair's model name (RouteLLM's GSM8K file says ``mixtral-8x7b-instruct-v0.1`` where its MMLU
+    files say ``mistralai/Mixtral-8x7B-Instruct-v0.1``), else, when the file has exactly two
+    True/False columns, the more accurate one is the strong model. Other columns (the models'
+    responses) are ignored. Tab-separated files and a byte-order mark are read too. With
+    ``drop_contaminated``, prompts listed in a ``contaminated_prompts.jsonl`` beside the file
+    are left out, as RouteLLM's own evaluation does.
+    """
     path = Path(path)
     if not path.is_file():
         raise InvalidInput(f"{path}: no such file")
+    header, records = _read_table(path)
+    prompt_column = _find_prompt_column(header)
+    missing = [
+        name
+        for name in (prompt_column or PROMPT_COLUMN, weak_column, strong_column)
+        if name is not None and name not in header
+    ]
+    if missing:
+        raise InvalidInput(
+            f"{path}: missing column(s) {', '.join(map(repr, missing))}; "
+            f"found {', '.join(map(repr, header)) or 'none'}"
+        )
+    assert prompt_column is not None
+    index = {name: header.index(name) for name in header}
+    if not records:
+        raise InvalidInput(f"{path}: no rows")
+
+    def column(name: str) -> list[str]:
+        at = index[name]
+        return [record[at] if at < len(record) else "" for record in records]
+
+    weak_name, strong_name, found_by = _resolve_columns(
+        path, header, prompt_column, column, weak_column, strong_column
+    )
+    prompts = column(prompt_column)
+    weak = [_parse_bool(v, path, row, weak_name) for row, v in enumerate(column(weak_name), 2)]
+    strong = [
+        _parse_bool(v, path, row, strong_name) for row, v in enumerate(column(strong_name), 2)
+    ]
+    name = group if group is not None else path.stem
+    outcomes = Outcomes(prompts, np.asarray(weak), np.asarray(strong), [name] * len(prompts))
+    dropped = 0
+    if drop_contaminated:
+        excluded = _contaminated(path.parent / "contaminated_prompts.jsonl")
+        keep = np.asarray([prompt not in excluded for prompt in prompts], dtype=bool)
+        dropped = int((~keep).sum())
+        if dropped == len(prompts):
+            raise InvalidInput(f"{path}: every row is listed in contaminated_prompts.jsonl")
+        outcomes = outcomes.subset(keep) if dropped else outcomes
+    return OutcomesFile(outcomes, weak_name, strong_name, found_by, dropped)
+
+
+def _read_table(path: Path) -> tuple[list[str], list[list[str]]]:
+    """The header (names stripped) and the non-empty records of a CSV or TSV file."""
     try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            reader = csv.DictReader(handle)
-            columns = reader.fieldnames or []
-            missing = [
-                name for name in (PROMPT_COLUMN, weak_column, strong_column) if name not in columns
-            ]
-            if missing:
-                raise InvalidInput(
-                    f"{path}: missing column(s) {', '.join(map(repr, missing))}; "
-                    f"found {', '.join(map(repr, columns)) or 'none'}"
-                )
-            prompts, weak, strong = [], [], []
-            for line, row in enumerate(reader, start=2):
-                prompts.append(row[PROMPT_COLUMN] or "")
-                weak.append(_parse_bool(row[weak_column], path, line, weak_column))
-                strong.append(_parse_bool(row[strong_column], path, line, strong_column))
+        with path.open(newline="", encoding="utf-8-sig") as handle:
+            first = handle.readline()
+            handle.seek(0)
+            dialect = csv.excel_tab if "\t" in first and "," not in first else csv.excel
+            reader = csv.reader(handle, dialect)
+            header = [name.strip() for name in next(reader, [])]
+            records = [record for record in reader if any(field.strip() for field in record)]
     except (UnicodeDecodeError, csv.Error) as error:
         raise InvalidInput(f"{path}: not a readable CSV ({error})") from None
-    if not prompts:
-        raise InvalidInput(f"{path}: no rows")
-    name = group if group is not None else path.stem
-    return Outcomes(prompts, np.asarray(weak), np.asarray(strong), [name] * len(prompts))
+    return header, records
+
+
+def _find_prompt_column(header: list[str]) -> str | None:
+    if PROMPT_COLUMN in header:
+        return PROMPT_COLUMN
+    matches = [name for name in header if name.lower() == PROMPT_COLUMN]
+    return matches[0] if len(matches) == 1 else None
+
+
+def _model_key(column: str) -> str:
+    """A model column's name without its organisation and case: what RouteLLM's files share."""
+    return column.rsplit("/", 1)[-1].strip().lower()
+
+
+def _resolve_columns(
+    path: Path,
+    header: list[str],
+    prompt_column: str,
+    column: Callable[[str], list[str]],
+    weak: str | None,
+    strong: str | None,
+) -> tuple[str, str, str]:
+    if weak is not None and strong is not None:
+        return weak, strong, "given"
+    by_name = {_model_key(name): name for name in header if name != prompt_column}
+    weak_found = weak or by_name.get(_model_key(WEAK_COLUMN))
+    strong_found = strong or by_name.get(_model_key(STRONG_COLUMN))
+    if weak_found is not None and strong_found is not None and weak_found != strong_found:
+        return weak_found, strong_found, "model name"
+    booleans = [
+        name
+        for name in header
+        if name != prompt_column and all(_is_bool(value) for value in column(name))
+    ]
+    if len(booleans) == 2:
+        first, second = booleans
+        known = weak if weak is not None else strong
+        if known is None:
+            right = {name: sum(map(_is_true, column(name))) for name in booleans}
+            if right[first] != right[second]:
+                weak_name, strong_name = sorted(booleans, key=right.__getitem__)
+                return weak_name, strong_name, "accuracy"
+        elif known in booleans:
+            other = second if known == first else first
+            return (known, other, "given") if weak is not None else (other, known, "given")
+    found = ", ".join(map(repr, booleans)) or "none"
+    raise InvalidInput(
+        f"{path}: cannot tell which columns hold the weak and the strong model's outcomes "
+        f"(True/False columns: {found}); name them with --weak-col and --strong-col"
+    )
+
+
+def _is_bool(value: str) -> bool:
+    text = value.strip().lower()
+    return text in _TRUE or text in _FALSE
+
+
+def _is_true(value: str) -> bool:
+    return value.strip().lower() in _TRUE
 
 
 def load_outcomes_dir(data_dir: Path) -> Outcomes:
@@ -160,9 +287,16 @@ def _contaminated(path: Path) -> set[str]:
     if not path.is_file():
         return set()
     found = set()
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            found.add(json.loads(line)["eval_prompt"])
+    for line_number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            prompt = json.loads(line)["eval_prompt"]
+        except (ValueError, KeyError, TypeError):
+            raise InvalidInput(
+                f"{path}:{line_number}: each line must be a JSON object with an 'eval_prompt'"
+            ) from None
+        found.add(str(prompt))
     return found
 
 
