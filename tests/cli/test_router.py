@@ -72,6 +72,15 @@ def test_eval_prints_every_router_and_metric(tmp_path: Path, minilm_models_dir: 
     for name in ROUTERS:
         assert set(report[name]) == METRICS
         assert all(isinstance(value, float) for value in report[name].values())
+    paired = report["learned_vs_length"]
+    low, high = paired["ci95"]
+    assert low <= paired["apgr_difference"] <= high
+    assert paired["apgr_difference"] == pytest.approx(
+        report["learned"]["apgr"] - report["length"]["apgr"], abs=2e-4
+    )
+    expected = "above" if low > 0 else "below" if high < 0 else "level"
+    assert paired["verdict"] == expected
+    assert paired["resamples"] > 900
 
 
 @pytest.mark.parametrize(

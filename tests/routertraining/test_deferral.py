@@ -12,6 +12,7 @@ from hybridinfer.routertraining.deferral import (
     deferral_curve,
     length_scores,
     oracle_scores,
+    paired_apgr_difference,
     pgr,
     random_scores,
     strong_share_at_quality,
@@ -87,3 +88,28 @@ def test_mismatched_inputs_are_rejected() -> None:
         deferral_curve([1.0, 2.0], [True], [False])
     with pytest.raises(ValueError, match="at least one"):
         deferral_curve([], [], [])
+
+
+def test_the_paired_difference_tells_a_clear_gap_from_noise() -> None:
+    rng = np.random.default_rng(3)
+    weak = rng.random(400) < 0.6
+    strong = weak | (rng.random(400) < 0.5)
+    oracle, noise = oracle_scores(weak, strong), rng.random(400)
+    above = paired_apgr_difference(oracle, noise, weak, strong, resamples=200)
+    assert above is not None
+    assert above.verdict == "above"
+    assert 0.0 < above.low <= above.difference <= above.high
+    below = paired_apgr_difference(noise, oracle, weak, strong, resamples=200)
+    assert below is not None
+    assert below.verdict == "below"
+    assert below.difference == pytest.approx(-above.difference)
+    same = paired_apgr_difference(noise, noise, weak, strong, resamples=200)
+    assert same is not None
+    assert same.verdict == "level"
+    assert (same.low, same.difference, same.high) == (0.0, 0.0, 0.0)
+    # two unrelated random routers: level, the interval spanning zero
+    other = paired_apgr_difference(noise, rng.random(400), weak, strong, resamples=200)
+    assert other is not None
+    assert other.verdict == "level"
+    assert other.low < 0.0 < other.high
+    assert paired_apgr_difference(noise, noise, weak, weak) is None

@@ -155,3 +155,14 @@ def test_contaminated_prompts_beside_the_file_are_dropped_on_request(tmp_path: P
     beside.write_text('{"prompt": "no eval_prompt key"}\n')
     with pytest.raises(InvalidInput, match=r"contaminated_prompts.jsonl:1: .*eval_prompt"):
         open_outcomes_csv(path, drop_contaminated=True)
+
+
+def test_an_mmlu_responses_file_finds_the_contaminated_list_one_level_up() -> None:
+    subject = router_data() / "responses" / "mmlu_machine_learning.csv"
+    kept = open_outcomes_csv(subject)
+    table = open_outcomes_csv(subject, drop_contaminated=True)
+    # the folder lists 5 contaminated prompts, one of them in this subject
+    assert table.contaminated_dropped == 1
+    assert len(table.outcomes) == len(kept.outcomes) - table.contaminated_dropped
+    everything = load_outcomes_dir(router_data())
+    assert len(table.outcomes) == everything.groups.count("machine_learning")

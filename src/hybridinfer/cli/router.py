@@ -24,6 +24,7 @@ from hybridinfer.routertraining.deferral import (
     curve_metrics,
     deferral_curve,
     length_scores,
+    paired_apgr_difference,
     random_scores,
 )
 from hybridinfer.routertraining.embedding import open_embedder
@@ -105,7 +106,9 @@ def evaluate(
     """Print APGR, CPT(50 %), CPT(80 %) and the strong share at 95 % quality as JSON.
 
     Shares are fractions of prompts sent to the strong model. Baselines: `random` (seeded) and
-    `length` (longer prompts to the strong model first).
+    `length` (longer prompts to the strong model first). `learned_vs_length` is the learned
+    router's APGR less length's with a 95 % paired bootstrap interval over the prompts, and
+    whether the learned router is `above`, `level` with or `below` length on this file.
     """
     with cli_errors():
         table = open_outcomes_csv(
@@ -136,6 +139,16 @@ def evaluate(
         }
         for name, score in scores.items():
             report[name] = curve_metrics(deferral_curve(score, outcomes.weak, outcomes.strong))
+        paired = paired_apgr_difference(
+            scores["learned"], scores["length"], outcomes.weak, outcomes.strong
+        )
+        if paired is not None:
+            report["learned_vs_length"] = {
+                "apgr_difference": paired.difference,
+                "ci95": [paired.low, paired.high],
+                "resamples": paired.resamples,
+                "verdict": paired.verdict,
+            }
     click.echo(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
 
 

@@ -135,3 +135,56 @@ def oracle_scores(weak: npt.ArrayLike, strong: npt.ArrayLike) -> FloatArray:
     loss = (weak_ok & ~strong_ok).astype(np.float64)
     scores: FloatArray = gain - loss
     return scores
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """APGR of one router less another's on the same prompts, with a bootstrap interval."""
+
+    difference: float
+    low: float
+    high: float
+    resamples: int
+
+    @property
+    def verdict(self) -> str:
+        """``above`` or ``below`` when the 95 % interval excludes zero, else ``level``."""
+        if self.low > 0.0:
+            return "above"
+        if self.high < 0.0:
+            return "below"
+        return "level"
+
+
+def paired_apgr_difference(
+    first: npt.ArrayLike,
+    second: npt.ArrayLike,
+    weak: npt.ArrayLike,
+    strong: npt.ArrayLike,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> PairedDifference | None:
+    """APGR(first) - APGR(second) and its 95 % percentile interval over ``resamples`` draws
+    of the prompts with replacement, both routers scored on the same draw: whether one router
+    is clearly above the other on this data or within what a different sample of it would
+    give. ``None`` when the two models are equally good (no gap to recover)."""
+    a, b = np.asarray(first, dtype=np.float64), np.asarray(second, dtype=np.float64)
+    weak_ok, strong_ok = np.asarray(weak, dtype=bool), np.asarray(strong, dtype=bool)
+
+    def difference(rows: npt.NDArray[np.intp] | slice) -> float | None:
+        if weak_ok[rows].mean() == strong_ok[rows].mean():
+            return None
+        one = apgr(deferral_curve(a[rows], weak_ok[rows], strong_ok[rows]))
+        two = apgr(deferral_curve(b[rows], weak_ok[rows], strong_ok[rows]))
+        return one - two
+
+    whole = difference(slice(None))
+    if whole is None:
+        return None
+    rng = np.random.default_rng(seed)
+    draws = [difference(rng.integers(0, a.size, a.size)) for _ in range(resamples)]
+    found = np.asarray([value for value in draws if value is not None])
+    low, high = np.quantile(found, [0.025, 0.975]) if found.size else (whole, whole)
+    return PairedDifference(
+        round(whole, 4), round(float(low), 4), round(float(high), 4), found.size
+    )

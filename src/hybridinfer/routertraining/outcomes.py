@@ -142,8 +142,8 @@ def open_outcomes_csv(
     files say ``mistralai/Mixtral-8x7B-Instruct-v0.1``), else, when the file has exactly two
     True/False columns, the more accurate one is the strong model. Other columns (the models'
     responses) are ignored. Tab-separated files and a byte-order mark are read too. With
-    ``drop_contaminated``, prompts listed in a ``contaminated_prompts.jsonl`` beside the file
-    are left out, as RouteLLM's own evaluation does.
+    ``drop_contaminated``, prompts listed in RouteLLM's ``contaminated_prompts.jsonl``
+    (``contaminated_list_for``) are left out, as RouteLLM's own evaluation does.
     """
     path = Path(path)
     if not path.is_file():
@@ -181,13 +181,23 @@ def open_outcomes_csv(
     outcomes = Outcomes(prompts, np.asarray(weak), np.asarray(strong), [name] * len(prompts))
     dropped = 0
     if drop_contaminated:
-        excluded = _contaminated(path.parent / "contaminated_prompts.jsonl")
+        excluded = _contaminated(contaminated_list_for(path))
         keep = np.asarray([prompt not in excluded for prompt in prompts], dtype=bool)
         dropped = int((~keep).sum())
         if dropped == len(prompts):
             raise InvalidInput(f"{path}: every row is listed in contaminated_prompts.jsonl")
         outcomes = outcomes.subset(keep) if dropped else outcomes
     return OutcomesFile(outcomes, weak_name, strong_name, found_by, dropped)
+
+
+def contaminated_list_for(path: Path) -> Path:
+    """Where RouteLLM keeps the contaminated prompts of a responses file: beside it (its
+    GSM8K layout), or one level up when the file sits in a ``responses`` folder (its MMLU one)."""
+    beside = path.parent / "contaminated_prompts.jsonl"
+    above = path.parent.parent / "contaminated_prompts.jsonl"
+    if not beside.is_file() and path.parent.name == "responses" and above.is_file():
+        return above
+    return beside
 
 
 def _read_table(path: Path) -> tuple[list[str], list[list[str]]]:
