@@ -73,7 +73,67 @@ def routing_targets(result: dict[str, Any]) -> list[tuple[str, str, bool]]:
             shifted > length,
         ),
         *_format_target(result, shipped),
+        *_domain_targets(result, shipped),
     ]
+
+
+def domain_protocols(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The other benchmarks the run scored (``--domain``), by file stem."""
+    return {
+        name.removeprefix("domain:"): protocol
+        for name, protocol in result["protocols"].items()
+        if name.startswith("domain:")
+    }
+
+
+def _domain_targets(result: dict[str, Any], shipped: str) -> list[tuple[str, str, bool]]:
+    found = []
+    for name, protocol in domain_protocols(result).items():
+        paired = protocol["vs_length"][shipped]
+        low, high = paired["ci95"]
+        learned = protocol["summary"][shipped]["apgr"]["mean"]
+        length = protocol["summary"]["length"]["apgr"]["mean"]
+        found.append(
+            (
+                f"clearly above length on another benchmark, `{name}` (shipped; the 95 % "
+                "paired bootstrap interval of the difference above zero)",
+                f"{learned:.3f} vs {length:.3f}, difference {paired['apgr_difference']:+.3f} "
+                f"({low:+.3f}…{high:+.3f})",
+                paired["verdict"] == "above",
+            )
+        )
+    return found
+
+
+def _domain_tables(result: dict[str, Any], shipped: str) -> Lines:
+    lines: Lines = []
+    for protocol in domain_protocols(result).values():
+        rows = []
+        for router, figures in protocol["summary"].items():
+            paired = protocol["vs_length"].get(router)
+            rows.append(
+                [
+                    f"**{router}** (shipped)" if router == shipped else router,
+                    f"{figures['apgr']['mean']:.3f}",
+                    (
+                        f"{paired['apgr_difference']:+.3f} ({paired['ci95'][0]:+.3f}…"
+                        f"{paired['ci95'][1]:+.3f}), {paired['verdict']}"
+                        if paired
+                        else "—"
+                    ),
+                    f"{figures['strong_share_at_95']['mean']:.1%}",
+                ]
+            )
+        lines += [
+            f"Another benchmark, `{protocol['file']}`: {protocol['rows']} prompts "
+            f"({protocol['contaminated_dropped']} dropped as contaminated), weak quality "
+            f"{protocol['weak_quality']:.3f}, strong {protocol['strong_quality']:.3f}; every "
+            "router fitted on all of MMLU, scored once on it (`chosen` picked "
+            f"`{protocol['folds'][0]['chosen_recipe']}`):",
+            "",
+            *table(["router", "APGR", "less length (95 % interval)", "strong calls at 95 %"], rows),
+        ]
+    return lines
 
 
 CLEAR_MARGIN = 0.02
@@ -148,6 +208,7 @@ def routing_section(result: dict[str, Any]) -> Lines:
             rows,
         ),
         *sample,
+        *_domain_tables(result, shipped),
         *[f"Target: {name} — {measured}: {verdict(ok)}." for name, measured, ok in checks],
         "",
     ]

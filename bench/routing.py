@@ -12,6 +12,11 @@ Three protocols, each scoring every router on the same folds:
   format like the one to a benchmark of another domain or to chat, where a router that leaned on
   the multiple-choice form (the answer-choice features above all) falls below length.
 
+With ``--domain FILE`` (repeatable), a fourth kind of protocol, ``domain:<file stem>``: every
+router fitted on all of MMLU and scored on that file, any CSV ``router eval`` reads (RouteLLM's
+GSM8K responses, say), beside random, length and the oracle, each learned row with its APGR less
+length's and a 95 % paired bootstrap interval: the held-back benchmark of another domain.
+
 ``chosen`` is the protocol's honest figure for the training recipe: in each outer fold the
 recipe is selected among ``CANDIDATES`` by robust APGR on inner folds of the *training* groups
 only (4 over subject groups, then each category present held out), refitted on them, then
@@ -23,7 +28,8 @@ ceiling).
 Embeddings are of the first 32 words, as the live scorer embeds, unless the name says ``full``.
 
 Writes ``bench/results/routing.json`` and ``bench/results/routing.png``; prints a table.
-Run: ``python -m bench.routing [--data-dir DIR] [--models-dir DIR] [--cache-dir DIR]``.
+Run: ``python -m bench.routing [--data-dir DIR] [--models-dir DIR] [--cache-dir DIR]
+[--domain FILE ...]``.
 """
 
 from __future__ import annotations
@@ -42,6 +48,8 @@ from bench.routingcost import measure_cost
 from bench.routingllm import LLM_RECIPES, SAMPLE_SIZE, cost_summary, measure_sample, sample_table
 from bench.routingplot import plot
 from bench.routingsplits import Folds, category_folds, subject_folds
+from hybridinfer.errors import InvalidInput
+from hybridinfer.models.embedder import Embedder
 from hybridinfer.route.choices import stem_of
 from hybridinfer.route.learned import CHOICE_SETS, FeatureTable
 from hybridinfer.routertraining.deferral import (
@@ -51,11 +59,18 @@ from hybridinfer.routertraining.deferral import (
     deferral_curve,
     length_scores,
     oracle_scores,
+    paired_apgr_difference,
     random_scores,
 )
 from hybridinfer.routertraining.embedding import open_embedder
 from hybridinfer.routertraining.neighbours import NeighbourCandidate, fit_neighbours
-from hybridinfer.routertraining.outcomes import Outcomes, default_data_dir, load_outcomes_dir
+from hybridinfer.routertraining.outcomes import (
+    Outcomes,
+    OutcomesFile,
+    default_data_dir,
+    load_outcomes_dir,
+    open_outcomes_csv,
+)
 from hybridinfer.routertraining.training import (
     CANDIDATES,
     EMBEDDING_FEATURES,
@@ -169,6 +184,90 @@ def run_protocol(
     }
 
 
+def feature_tables(
+    prompts: list[str], embedder: Embedder, cache_dir: Path | None, stems: bool = True
+) -> dict[str, FeatureTable]:
+    """The two tables every router reads: first 32 words embedded (with the choice sets), and
+    whole prompts embedded."""
+    return {
+        "first32": FeatureTable.compute(
+            prompts, embedder, cache_dir, embed_words=EMBED_WORDS, choices=CHOICE_SETS, stems=stems
+        ),
+        "full": FeatureTable.compute(prompts, embedder, cache_dir, stems=stems),
+    }
+
+
+def read_domain(domain_file: Path) -> OutcomesFile:
+    """Another benchmark's outcomes, as ``router eval`` reads them; a file where both models
+    are equally good has no gap for a router to recover and is refused."""
+    found = open_outcomes_csv(domain_file, drop_contaminated=True)
+    if found.outcomes.weak.mean() == found.outcomes.strong.mean():
+        raise InvalidInput(f"{domain_file}: both models score the same; no gap to route for")
+    return found
+
+
+def run_domain(
+    outcomes: Outcomes,
+    tables: dict[str, FeatureTable],
+    domain_file: Path,
+    embedder: Embedder,
+    cache_dir: Path | None,
+) -> dict[str, Any]:
+    """Every router fitted on all of ``outcomes`` and scored once on ``domain_file``: APGR and
+    the rest per router, and each learned router's APGR less length's with its paired
+    bootstrap interval (``vs_length``)."""
+    started = time.perf_counter()
+    found = read_domain(domain_file)
+    domain = found.outcomes
+    domain_tables = feature_tables(domain.prompts, embedder, cache_dir, stems=False)
+    chosen, _ = select_candidate(
+        tables["first32"], outcomes, candidates=CANDIDATES, folds=INNER_FOLDS
+    )
+    scores: dict[str, FloatArray] = {
+        "random": random_scores(len(domain)),
+        "length": length_scores(domain.prompts),
+        "oracle": oracle_scores(domain.weak, domain.strong),
+        "chosen": fit_router(tables["first32"], outcomes, chosen).score_features(
+            domain_tables["first32"]
+        ),
+    }
+    for label, (recipe, embedding) in FIXED.items():
+        scores[label] = fit_fixed(recipe, tables[embedding], outcomes)(domain_tables[embedding])
+    fold: dict[str, Any] = {
+        "fold": domain_file.stem,
+        "test_groups": [domain_file.stem],
+        "test_rows": len(domain),
+        "chosen_recipe": chosen.label,
+    }
+    curves: dict[str, list[DeferralCurve]] = {}
+    vs_length: dict[str, Any] = {}
+    for router, score in scores.items():
+        curve = deferral_curve(score, domain.weak, domain.strong)
+        curves[router] = [curve]
+        fold[router] = curve_metrics(curve)
+        if router not in BASELINES:
+            paired = paired_apgr_difference(score, scores["length"], domain.weak, domain.strong)
+            if paired is not None:
+                vs_length[router] = {
+                    "apgr_difference": paired.difference,
+                    "ci95": [paired.low, paired.high],
+                    "verdict": paired.verdict,
+                }
+    fold["seconds"] = round(time.perf_counter() - started, 1)
+    print(f"domain {domain_file.stem}: {len(domain)} prompts ({fold['seconds']:.0f} s)", flush=True)
+    return {
+        "file": str(domain_file),
+        "rows": len(domain),
+        "contaminated_dropped": found.contaminated_dropped,
+        "weak_quality": round(float(domain.weak.mean()), 4),
+        "strong_quality": round(float(domain.strong.mean()), 4),
+        "folds": [fold],
+        "summary": {router: summarise([fold[router]]) for router in scores},
+        "curves": {router: mean_curve(found_curves) for router, found_curves in curves.items()},
+        "vs_length": vs_length,
+    }
+
+
 def run_sample_protocol(
     outcomes: Outcomes, table: FeatureTable, llm: FloatArray, sample: Any, folds: Folds
 ) -> dict[str, Any]:
@@ -270,22 +369,15 @@ def evaluate(
     cache_dir: Path,
     llm_sample: int = SAMPLE_SIZE,
     llm_cached_only: bool = False,
+    domains: tuple[Path, ...] = (),
 ) -> dict[str, Any]:
+    for domain_file in domains:  # a bad file fails now, not after the protocols' minutes
+        read_domain(domain_file)
     outcomes = load_outcomes_dir(data_dir)
     groups = split_groups(outcomes)
     embedder = open_embedder(models_dir)
     started = time.perf_counter()
-    tables = {
-        "first32": FeatureTable.compute(
-            outcomes.prompts,
-            embedder,
-            cache_dir,
-            embed_words=EMBED_WORDS,
-            choices=CHOICE_SETS,
-            stems=True,
-        ),
-        "full": FeatureTable.compute(outcomes.prompts, embedder, cache_dir, stems=True),
-    }
+    tables = feature_tables(outcomes.prompts, embedder, cache_dir)
     feature_seconds = time.perf_counter() - started
     protocols = {
         "subjects": run_protocol(
@@ -296,6 +388,10 @@ def evaluate(
             outcomes, tables, subject_folds(groups, OUTER_FOLDS, seed=0), "formats", shifted=True
         ),
     }
+    for domain_file in domains:
+        protocols[f"domain:{domain_file.stem}"] = run_domain(
+            outcomes, tables, domain_file, embedder, cache_dir
+        )
     report: dict[str, Any] = {
         "data": {
             "rows": len(outcomes),
@@ -308,6 +404,11 @@ def evaluate(
             "subjects": f"{OUTER_FOLDS} folds over subject groups (duplicates joined)",
             "categories": "each MMLU category held out whole",
             "formats": "the subject folds, test prompts scored with their answer choices removed",
+            **{
+                f"domain:{domain_file.stem}": f"every router fitted on all of MMLU, scored on "
+                f"{domain_file.name}"
+                for domain_file in domains
+            },
             "inner_folds": INNER_FOLDS,
             "selection": "chosen: max of inner mean APGR - 0.5 x inner std (inner subject folds, "
             "each also without answer choices, and categories), training groups only",
@@ -349,19 +450,31 @@ def main() -> None:
         "--llm-sample", type=int, default=SAMPLE_SIZE, help="prompts the LLM signal is measured on"
     )
     parser.add_argument(
+        "--domain",
+        type=Path,
+        action="append",
+        default=[],
+        help="a CSV of another benchmark (router eval's format): every router trained on MMLU, "
+        "scored on it (repeatable)",
+    )
+    parser.add_argument(
         "--llm-cached-only",
         action="store_true",
         help="use only the sample's first prompts already measured by `python -m bench.routingllm`",
     )
     args = parser.parse_args()
     started = time.perf_counter()
-    report = evaluate(
-        args.data_dir,
-        args.models_dir,
-        args.cache_dir,
-        args.llm_sample,
-        args.llm_cached_only,
-    )
+    try:
+        report = evaluate(
+            args.data_dir,
+            args.models_dir,
+            args.cache_dir,
+            args.llm_sample,
+            args.llm_cached_only,
+            tuple(args.domain),
+        )
+    except InvalidInput as error:
+        parser.error(str(error))
     report["total_seconds"] = round(time.perf_counter() - started, 1)
     RESULTS.mkdir(parents=True, exist_ok=True)
     plot(report, RESULTS / "routing.png")

@@ -441,3 +441,37 @@ def test_skipped_llm_rows_are_said_not_rendered(tmp_path: Path) -> None:
     document = render(skipped, {}, tmp_path / "benchmarks.md")
     assert "The local LLM's rows were not measured in this run: 0 prompts cached" in document
     assert "Could not render" not in document
+
+
+def test_another_benchmark_is_judged_by_the_interval_not_the_two_means(tmp_path: Path) -> None:
+    other = copy.deepcopy(SAMPLE)
+    routing = other["sections"]["routing"]["result"]
+    shipped = "text+structure/gain/C=0.01"
+    routing["protocols"]["domain:gsm8k_responses"] = {
+        "file": "evals/gsm8k_responses.csv",
+        "rows": 1307,
+        "contaminated_dropped": 12,
+        "weak_quality": 0.62,
+        "strong_quality": 0.86,
+        "folds": [{"chosen_recipe": "text/gain/C=0.1"}],
+        "summary": routers({"random": 0.5, "length": 0.6, shipped: 0.63}),
+        "vs_length": {
+            shipped: {"apgr_difference": 0.03, "ci95": [-0.01, 0.07], "verdict": "level"}
+        },
+    }
+    document = render(other, {}, tmp_path / "benchmarks.md")
+    row = next(line for line in document.splitlines() if "`gsm8k_responses`" in line)
+    assert "0.630 vs 0.600, difference +0.030 (-0.010…+0.070)" in row
+    assert row.endswith("**missed** |")  # 0.03 above on average, but within the interval
+    assert (
+        "| **text+structure/gain/C=0.01** (shipped) | 0.630 | +0.030 (-0.010…+0.070), level |"
+        in (document)
+    )
+    assert "| length | 0.600 | — |" in document
+    assert "1307 prompts (12 dropped as contaminated)" in document
+    routing["protocols"]["domain:gsm8k_responses"]["vs_length"][shipped].update(
+        ci95=[0.01, 0.05], verdict="above"
+    )
+    again = render(other, {}, tmp_path / "again.md")
+    row = next(line for line in again.splitlines() if "`gsm8k_responses`" in line)
+    assert row.endswith("**met** |")
