@@ -14,6 +14,7 @@ from hybridinfer.gateway.artifacts import artifact_routes
 from hybridinfer.gateway.audit import AUDIT_ROUTES
 from hybridinfer.gateway.change import CHANGE_ROUTES
 from hybridinfer.gateway.dashboard import DASHBOARD_ROUTES
+from hybridinfer.gateway.exactroutes import ExactRoutes
 from hybridinfer.gateway.frontdoor import FrontDoor
 from hybridinfer.gateway.jobs import TASK_ROUTES
 from hybridinfer.gateway.keys import KEY_ROUTES
@@ -71,7 +72,7 @@ def create_app(
     # The front door instead of Starlette's fold (its error pair and a chain of middleware):
     # one callable, one send wrapper, the envelope for every error (gateway/frontdoor.py).
     app.middleware_stack = FrontDoor(
-        app.router,
+        ExactRoutes(app.router),
         load=plane.gateway_load,
         keys=plane.keys,
         limiter=plane.rate_limiter,
