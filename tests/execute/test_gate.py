@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 import pytest
@@ -95,6 +96,40 @@ async def test_each_input_is_read_once_per_request() -> None:
     await asyncio.gather(*(gate.clear(subtask, candidate(Zone.PUBLIC), soon()) for _ in range(3)))
     assert finder.calls == 1
     assert subtask.privacy is Privacy.INTERNAL
+
+
+async def test_a_text_read_before_is_answered_without_a_task(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    finder = Finder()
+    names = NameCheck(finder)
+    for text, sensitive in (("Jane wrote", True), ("the weather is fine", False)):
+        subtask = Subtask("s", "chat", "chat", {"t": "$inputs.t"}, raw_inputs=frozenset({"t"}))
+        plan = Plan("chat", [subtask])
+        plan.privacy = {"kinds": {}, "names_checked": [], "detector_failed": []}
+        first = PrivacyGate(plan, {"t": text}, names, PrivacyPolicy())
+        with contextlib.suppress(PrivacyViolation):
+            await first.clear(subtask, candidate(Zone.PUBLIC), soon())
+        calls = finder.calls
+        again = Subtask("s", "chat", "chat", {"t": "$inputs.t"}, raw_inputs=frozenset({"t"}))
+        later = Plan("chat", [again])
+        later.privacy = {"kinds": {}, "names_checked": [], "detector_failed": []}
+        gate = PrivacyGate(later, {"t": text}, names, PrivacyPolicy())
+        monkeypatch.setattr(asyncio, "ensure_future", no_task)
+        if sensitive:
+            with pytest.raises(PrivacyViolation):
+                await gate.clear(again, candidate(Zone.PUBLIC), soon())
+            assert later.privacy["kinds"] == {"NAME": 1}
+        else:
+            await gate.clear(again, candidate(Zone.PUBLIC), soon())
+            assert again.privacy is Privacy.INTERNAL
+        monkeypatch.undo()
+        assert finder.calls == calls  # remembered, not read again
+        assert later.privacy["names_checked"] == ["t"]
+
+
+def no_task(*args: object, **kwargs: object) -> None:
+    raise AssertionError("a remembered text scheduled a read")
 
 
 @pytest.mark.parametrize(

@@ -122,6 +122,11 @@ class NameCheck:
         await asyncio.wait_for(asyncio.wrap_future(self._loaded), deadline - time.monotonic())
         return finder
 
+    def remembered_kinds_in(self, value: Any) -> list[str] | None:
+        """``kinds_in``'s answer when every string of ``value`` was read before, without a
+        wait (None else): what lets a caller skip scheduling a read it would not need."""
+        return self._remembered_kinds([text for text in strings_in(value) if text.strip()])
+
     async def kinds_in(self, value: Any, timeout_s: float, deadline: float) -> list[str]:
         """The kinds of the names and places in every string of ``value`` (empty: none).
 

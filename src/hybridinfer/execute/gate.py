@@ -147,11 +147,27 @@ class PrivacyGate:
         }
 
     async def _holds(self, name: str, deadline: float) -> bool:
-        """Whether request input ``name`` holds a name or a place (read once per request)."""
+        """Whether request input ``name`` holds a name or a place (read once per request).
+        A value whose every text was read before is answered at once, without a task."""
         read = self._reads.get(name)
         if read is None:
+            known = self._remembered(name)
+            if known is not None:
+                return known
             read = self._reads[name] = asyncio.ensure_future(self._read(name, deadline))
         return await asyncio.shield(read)
+
+    def _remembered(self, name: str) -> bool | None:
+        """``_read``'s answer for a value the name check has read before, filed as read."""
+        assert self._names is not None
+        kinds = self._names.remembered_kinds_in(self._inputs.get(name, ""))
+        if kinds is None:
+            return None
+        self._found.update(kinds)
+        answer = asyncio.get_running_loop().create_future()
+        answer.set_result(bool(kinds))
+        self._reads[name] = answer
+        return bool(kinds)
 
     async def _read(self, name: str, deadline: float) -> bool:
         if name not in self._inputs:
