@@ -149,6 +149,7 @@ def test_contaminated_prompts_beside_the_file_are_dropped_on_request(tmp_path: P
         '{"eval_prompt": "Ducks lay 16 eggs a day. How many in a week?", "train": "x"}\n\n'
     )
     assert len(open_outcomes_csv(path).outcomes) == 3
+    beside.write_bytes(b"\xef\xbb\xbf" + beside.read_bytes())  # a byte-order mark is read too
     table = open_outcomes_csv(path, drop_contaminated=True)
     assert table.contaminated_dropped == 1
     assert table.outcomes.weak.tolist() == [False, False]

@@ -297,7 +297,7 @@ def _contaminated(path: Path) -> set[str]:
     if not path.is_file():
         return set()
     found = set()
-    for line_number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for line_number, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), 1):
         if not line.strip():
             continue
         try:
