@@ -248,11 +248,7 @@ def run_domain(
         if router not in BASELINES:
             paired = paired_apgr_difference(score, scores["length"], domain.weak, domain.strong)
             if paired is not None:
-                vs_length[router] = {
-                    "apgr_difference": paired.difference,
-                    "ci95": [paired.low, paired.high],
-                    "verdict": paired.verdict,
-                }
+                vs_length[router] = paired.summary()
     fold["seconds"] = round(time.perf_counter() - started, 1)
     print(f"domain {domain_file.stem}: {len(domain)} prompts ({fold['seconds']:.0f} s)", flush=True)
     return {

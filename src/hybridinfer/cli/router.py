@@ -143,12 +143,7 @@ def evaluate(
             scores["learned"], scores["length"], outcomes.weak, outcomes.strong
         )
         if paired is not None:
-            report["learned_vs_length"] = {
-                "apgr_difference": paired.difference,
-                "ci95": [paired.low, paired.high],
-                "resamples": paired.resamples,
-                "verdict": paired.verdict,
-            }
+            report["learned_vs_length"] = paired.summary()
     click.echo(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode())
 
 

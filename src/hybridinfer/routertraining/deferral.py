@@ -155,6 +155,15 @@ class PairedDifference:
             return "below"
         return "level"
 
+    def summary(self) -> dict[str, object]:
+        """The difference as reports print it."""
+        return {
+            "apgr_difference": self.difference,
+            "ci95": [self.low, self.high],
+            "resamples": self.resamples,
+            "verdict": self.verdict,
+        }
+
 
 def paired_apgr_difference(
     first: npt.ArrayLike,
