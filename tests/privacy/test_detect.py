@@ -39,6 +39,23 @@ def kinds(text: str) -> list[tuple[str, str]]:
         ("CF BDRVNN28M71F348I", [("NATIONALID", "BDRVNN28M71F348I")]),
         ("Aadhaar 2345 6789 0124", [("NATIONALID", "2345 6789 0124")]),
         ("NINO AB 12 34 56 C", [("NINO", "AB 12 34 56 C")]),
+        ("iban de89370400440532013000", [("IBAN", "de89370400440532013000")]),
+        # National numbers with a checksum but no distinctive form: found where a word names them.
+        ("Steuer-ID 65929970489", [("NATIONALID", "65929970489")]),
+        ("mijn BSN is 111222333", [("NATIONALID", "111222333")]),
+        ("PESEL 44051401359", [("NATIONALID", "44051401359")]),
+        ("personnummer 880320-0016", [("NATIONALID", "880320-0016")]),
+        ("CPR-nummer 211062-5629", [("NATIONALID", "211062-5629")]),
+        ("SIN: 130 692 544", [("NATIONALID", "130 692 544")]),
+        ("fødselsnummer 151086 95088", [("NATIONALID", "151086 95088")]),
+        ("my tax file number is 123 456 782", [("NATIONALID", "123 456 782")]),
+        ("NHS number 943 476 5919", [("NATIONALID", "943 476 5919")]),
+        ("rijksregisternummer 85.07.30-033.28", [("NATIONALID", "85.07.30-033.28")]),
+        ("주민등록번호 971013-9019902", [("NATIONALID", "971013-9019902")]),
+        ("SA ID number 7503305044089", [("NATIONALID", "7503305044089")]),
+        # Distinctive forms with a check character: found without a word.
+        ("hetu 131052-308T ok", [("NATIONALID", "131052-308T")]),
+        ("registro BOXW310820HNERXN09", [("NATIONALID", "BOXW310820HNERXN09")]),
     ],
 )
 def test_finds_each_kind(text: str, expected: list[tuple[str, str]]) -> None:
@@ -65,6 +82,14 @@ def test_chinese_text_needs_no_spaces_around_the_values() -> None:
         "ref GB82 WEST 1234 5698 7654 33",  # fails mod 97, and no word says IBAN
         "NINO ZZ 12 34 56 C",  # a prefix HMRC never issues
         "build 2.14.1-rc3",
+        # Checksummed national numbers without a word naming them are orders, not people.
+        "order 111222333 and invoice 44051401359",
+        # Prose around "at" and full stops is not a written-out address.
+        "look at example.com for the docs",
+        "I am at home. Then we go",
+        "meet @ 5pm. Then lunch",
+        "she smiled at him dot dot dot",
+        "dot the i's and cross the t's",
     ],
 )
 def test_ignores_lookalikes(text: str) -> None:
@@ -84,3 +109,33 @@ def test_a_recogniser_switched_off_finds_nothing_of_its_kind() -> None:
 def test_findings_name_the_format_that_matched() -> None:
     [finding] = detect("身份证440900198901224552")
     assert finding.scheme == "cn.ric"
+
+
+@pytest.mark.parametrize(
+    ("text", "written"),
+    [
+        ("write to jane.doe [at] example [dot] com please", "jane.doe [at] example [dot] com"),
+        ("JANE.DOE(AT)EXAMPLE.COM", "JANE.DOE(AT)EXAMPLE.COM"),
+        ("reach john.doe at gmail dot com", "john.doe at gmail dot com"),
+        ("reach me: jane . doe @ example . com", "jane . doe @ example . com"),
+        ("bob[@]foo[.]io", "bob[@]foo[.]io"),
+        # Which "at" is the address's cannot be told: the whole run is kept from the cloud.
+        (
+            "mail me at jane dot doe at example dot co dot uk",
+            "me at jane dot doe at example dot co dot uk",
+        ),
+    ],
+)
+def test_finds_addresses_written_out_to_dodge_a_scraper(text: str, written: str) -> None:
+    assert kinds(text) == [("EMAIL", written)]
+
+
+def test_a_written_out_address_is_found_beside_digits_and_a_plain_one() -> None:
+    text = "mail 5 jane@example.com and bob [at] foo [dot] io"
+    assert kinds(text) == [("EMAIL", "jane@example.com"), ("EMAIL", "bob [at] foo [dot] io")]
+
+
+def test_a_word_that_begins_like_a_naming_word_does_not_name_a_national_number() -> None:
+    # "since" is not "SIN"; (the nine digits may still read as a phone number somewhere)
+    assert "NATIONALID" not in [kind for kind, _ in kinds("since 130 692 544 units shipped")]
+    assert kinds("SIN 130 692 544") == [("NATIONALID", "130 692 544")]

@@ -50,9 +50,15 @@ class Detector:
         shorter than a finding already made around them (they could not win), which keeps
         the costly phone check off cards and IBANs."""
         if not any(character.isdigit() or character == "@" for character in text):
-            return []  # every format here has a digit or an @: most prose stops here
+            # Every format here has a digit or an @ but a written-out address: most prose
+            # stops here.
+            if not patterns.written_email_sign(text):
+                return []
+            recognisers = [r for r in self.recognisers if r.kind == "EMAIL"]
+        else:
+            recognisers = self.recognisers
         candidates: list[Finding] = []
-        for recogniser in self.recognisers:
+        for recogniser in recognisers:
             taken = [(finding.start, finding.end) for finding in candidates]
             candidates.extend(recogniser.find(text, taken))
         rank = {kind: position for position, kind in enumerate(KINDS)}

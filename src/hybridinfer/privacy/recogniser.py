@@ -63,9 +63,13 @@ class PatternRecogniser:
         object.__setattr__(self, "_words", context_pattern(self.context))
 
     def find(self, text: str, taken: Sequence[Span] = ()) -> list[Finding]:
-        found = []
+        found: list[Finding] = []
         lowered: str | None = None
         words: re.Pattern[str] = getattr(self, "_words")  # noqa: B009 - set in __post_init__
+        if self.needs_context:
+            lowered = text.lower()
+            if not any(word in lowered for word in self.context):
+                return found  # no word names this kind anywhere: no candidate can be a hit
         for match in self.pattern.finditer(text):
             value, start = match.group(), match.start()
             if covered(start, match.end(), taken):
