@@ -139,3 +139,31 @@ def test_a_word_that_begins_like_a_naming_word_does_not_name_a_national_number()
     # "since" is not "SIN"; (the nine digits may still read as a phone number somewhere)
     assert "NATIONALID" not in [kind for kind, _ in kinds("since 130 692 544 units shipped")]
     assert kinds("SIN 130 692 544") == [("NATIONALID", "130 692 544")]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("card 4111\u200b1111\u200b1111\u200b1111", ("CARD", "4111\u200b1111\u200b1111\u200b1111")),
+        ("card 4111\u00a01111\u00a01111\u00a01111", ("CARD", "4111\u00a01111\u00a01111\u00a01111")),
+        ("card 4111\u20131111\u20131111\u20131111", ("CARD", "4111\u20131111\u20131111\u20131111")),
+        ("mail jane\u200b.doe@example.com", ("EMAIL", "jane\u200b.doe@example.com")),
+        ("mail jane.doe\uff20example.com", ("EMAIL", "jane.doe\uff20example.com")),
+        ("call +1\u00a0415\u00a0555\u00a02671", ("PHONE", "+1\u00a0415\u00a0555\u00a02671")),
+        ("call 415\u2011555\u20112671", ("PHONE", "415\u2011555\u20112671")),
+        ("ssn 078\u201305\u20131120", ("SSN", "078\u201305\u20131120")),
+        ("ip 192\u2024168\u20241\u202420", ("IP", "192\u2024168\u20241\u202420")),
+        # Tag characters (invisible copies of ASCII) and a soft hyphen inside the value.
+        (
+            "iban DE89\U000e0041370400440532\u00ad013000",
+            ("IBAN", "DE89\U000e0041370400440532\u00ad013000"),
+        ),
+    ],
+)
+def test_look_alike_and_invisible_characters_do_not_hide_a_value(
+    text: str, expected: tuple[str, str]
+) -> None:
+    # The finding is the original's span and characters: what a pseudonymiser must replace.
+    [finding] = detect(text)
+    assert (finding.kind, finding.value) == expected
+    assert text[finding.start : finding.end] == finding.value

@@ -14,6 +14,11 @@ VALUES = st.sampled_from(
         "123-45-6789",
         "10.0.0.1",
         "<EMAIL_1>",
+        # Look-alike and invisible characters, and an address written out.
+        "4111\u00a01111\u00a01111\u00a01111",
+        "jane\u200b.doe@example.com",
+        "+1\u00a0415\u2011555\u20112671",
+        "jane.doe [at] example [dot] com",
     ]
 )
 FILLER = st.text(alphabet=st.characters(codec="utf-8"), max_size=20).map(lambda s: f" {s} ")

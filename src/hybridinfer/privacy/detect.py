@@ -9,10 +9,12 @@ model (``ner.py``) and are not found here. A ``Detector`` is immutable and safe 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Protocol
 
 from hybridinfer.privacy import identifiers, patterns
 from hybridinfer.privacy.findings import KINDS, Finding, merge, overlaps
+from hybridinfer.privacy.normalise import fold
 from hybridinfer.privacy.phones import DEFAULT_REGIONS, PhoneRecogniser
 from hybridinfer.privacy.recogniser import Span
 
@@ -48,7 +50,20 @@ class Detector:
         """Every personal value in ``text``, in order, without overlaps: the longer finding
         wins, then one a word named, then the earlier kind. A recogniser skips candidates
         shorter than a finding already made around them (they could not win), which keeps
-        the costly phone check off cards and IBANs."""
+        the costly phone check off cards and IBANs. The recognisers read the text folded
+        (``normalise``: look-alike spaces, dashes and full-width forms as ASCII, invisible
+        characters dropped); findings give the original's positions and characters."""
+        folded = fold(text)
+        found = self._detect(folded.text)
+        if folded.text is text:
+            return found
+        return [
+            replace(finding, start=start, end=end, value=text[start:end])
+            for finding in found
+            for start, end in (folded.span(finding.start, finding.end),)
+        ]
+
+    def _detect(self, text: str) -> list[Finding]:
         if not any(character.isdigit() or character == "@" for character in text):
             # Every format here has a digit or an @ but a written-out address: most prose
             # stops here.
