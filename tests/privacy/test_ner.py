@@ -64,3 +64,13 @@ def test_the_parse_nothing_reads_is_off(finder: NameFinder) -> None:
     pipeline = _loaded().nlp_engine.nlp["en"]
     assert not set(UNUSED_COMPONENTS) & set(pipeline.pipe_names)
     assert {"tagger", "attribute_ruler", "ner"} <= set(pipeline.pipe_names)
+
+
+def test_an_invisible_character_inside_a_name_does_not_hide_it(finder: NameFinder) -> None:
+    text = "Please forward this to Jo\u200bhn Smi\u200bth in Lon\u00addon."
+    expected = {("NAME", "Jo\u200bhn Smi\u200bth"), ("PLACE", "Lon\u00addon")}
+    assert expected <= {(f.kind, f.value) for f in finder.find(text)}
+    [batched, _] = finder.find_many([text, "hello"])
+    assert expected <= {(f.kind, f.value) for f in batched}
+    redacted = Pseudonymiser(finder.find).redact(text)
+    assert "Jo" not in redacted and "Smi" not in redacted

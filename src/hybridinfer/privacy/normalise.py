@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from hybridinfer.privacy.findings import Finding
 
 _PLANES = (*range(0x80, 0x20000), *range(0xE0000, 0xE1000))
 """Where spaces, dashes and format characters are: the basic and supplementary multilingual
@@ -44,25 +46,37 @@ _FOLD, _INVISIBLE = _tables()
 
 @dataclass(frozen=True, slots=True)
 class Folded:
-    """``text`` as the recognisers read it; ``origin[i]`` is where its character ``i`` stood
-    in the original (``None``: nothing was dropped, positions are the same)."""
+    """``source`` as the recognisers read it (``text``); ``origin[i]`` is where character ``i``
+    of ``text`` stood in ``source`` (``None``: nothing was dropped, positions are the same)."""
 
+    source: str
     text: str
     origin: list[int] | None = None
 
     def span(self, start: int, end: int) -> tuple[int, int]:
-        """The original span of ``text[start:end]`` (dropped characters inside it included)."""
+        """The source's span of ``text[start:end]`` (dropped characters inside it included)."""
         if self.origin is None:
             return start, end
         return self.origin[start], self.origin[end - 1] + 1
+
+    def in_source(self, found: list[Finding]) -> list[Finding]:
+        """Findings made in ``text`` with the source's positions and characters: what a
+        pseudonymiser must replace."""
+        if self.text is self.source:
+            return found
+        return [
+            replace(finding, start=start, end=end, value=self.source[start:end])
+            for finding in found
+            for start, end in (self.span(finding.start, finding.end),)
+        ]
 
 
 def fold(text: str) -> Folded:
     """``text`` folded; positions map back through ``Folded.span``."""
     if text.isascii():
-        return Folded(text)
+        return Folded(text, text)
     folded = text.translate(_FOLD)
     if _INVISIBLE.search(folded) is None:
-        return Folded(folded)
+        return Folded(text, folded)
     kept = [index for index, character in enumerate(folded) if not _INVISIBLE.match(character)]
-    return Folded("".join(folded[index] for index in kept), kept)
+    return Folded(text, "".join(folded[index] for index in kept), kept)
