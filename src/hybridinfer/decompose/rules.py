@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -129,6 +130,7 @@ def default_rules_path() -> Path:
     return Path(__file__).resolve().parent.parent / "defaults" / "rules.yaml"
 
 
+@functools.cache  # a rule table's few references, split on every request otherwise
 def split_reference(value: str) -> tuple[str, str]:
     """``$classify.label`` → ``("classify", "label")``; the table was validated, so it matches."""
     match = REFERENCE.match(value)

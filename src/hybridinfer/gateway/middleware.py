@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from contextlib import AbstractContextManager
 
 from starlette.exceptions import HTTPException
@@ -23,7 +22,7 @@ from hybridinfer.control.ratelimit import RateLimiter
 from hybridinfer.core.tracecontext import TraceContext
 from hybridinfer.errors import HybridInferError, MethodNotAllowed, NotFound, Unauthorized
 from hybridinfer.observe.logs import request_context
-from hybridinfer.server.responses import error_response, valid_request_id
+from hybridinfer.server.responses import error_response, new_request_id, valid_request_id
 
 log = logging.getLogger("hybridinfer.gateway")
 access_log = logging.getLogger("hybridinfer.access")
@@ -48,7 +47,7 @@ def assign_request_id(scope: Scope) -> str:
     (unless the shedder already did, before the request's wait for a slot)."""
     started = time.perf_counter()
     given = _header(scope, b"x-request-id")
-    request_id = given if given is not None and valid_request_id(given) else uuid.uuid4().hex
+    request_id = given if given is not None and valid_request_id(given) else new_request_id()
     state = scope.setdefault("state", {})
     state["request_id"] = request_id
     state.setdefault("started", started)

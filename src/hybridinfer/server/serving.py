@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ import orjson
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from hybridinfer.server.responses import new_request_id
 from hybridinfer.server.tls import server_options
 from hybridinfer.settings import Settings
 
@@ -106,7 +106,7 @@ class GuardedProtocol(HttpToolsProtocol):
     def _headers_late(self) -> None:
         self._header_timer = None
         if not self.transport.is_closing():
-            self.transport.write(timeout_response(uuid.uuid4().hex))
+            self.transport.write(timeout_response(new_request_id()))
             self.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:

@@ -41,14 +41,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import uuid
 from collections.abc import Callable
 
 import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hybridinfer.errors import Overloaded
-from hybridinfer.server.responses import valid_request_id
+from hybridinfer.server.responses import new_request_id, valid_request_id
 
 access_log = logging.getLogger("hybridinfer.access")
 
@@ -293,7 +292,7 @@ class LoadShedder:
             if name == b"x-request-id":
                 given = value.decode("latin-1")
                 break
-        request_id = given if given is not None and valid_request_id(given) else uuid.uuid4().hex
+        request_id = given if given is not None and valid_request_id(given) else new_request_id()
         body = orjson.dumps(
             {
                 "error": {
