@@ -24,6 +24,9 @@ overlaps a labelled value of its kind; precision = true findings / all findings,
 corpus and the decoys. Names and places (NER, ``privacy/ner.py``, English only) are scored on
 a subset apart, with the pattern detector merged in as the redact step does.
 
+The same values disguised (no-break spaces, Unicode dashes, a zero-width space, full-width
+forms, addresses written out): ``bench/privacydisguise.py``.
+
 Latency: ``Detector.detect`` (patterns only) on 200- and 2,000-character texts — prose with
 a few values, prose with none, decoy-heavy text —, and ``NameFinder.find`` apart.
 
@@ -1341,6 +1344,18 @@ def print_report(result: dict[str, Any]) -> None:
     )
     for key, row in hinted["kind_locale"].items():
         print(f"    {key:20} recall {_pct(row['recall'])}  precision {_pct(row['precision'])}")
+    print("\n== disguised values: recall folded vs as written (any kind in brackets)")
+    for name, section in result["disguised"].items():
+        print(f"  {name} ({section['sentences']} sentences)")
+        for kind, row in section["folded"].items():
+            if kind == "misses":
+                continue
+            plain = section["as written"][kind]
+            print(
+                f"    {kind:10} n {row['n']:5d}  {_pct(row['recall'])}"
+                f" ({_pct(row['recall_any_kind'])})  vs {_pct(plain['recall'])}"
+                f" ({_pct(plain['recall_any_kind'])})"
+            )
     failures = [line for line in patterns["goals"] if line.startswith("FAIL")]
     print(f"\n== goals: {len(patterns['goals']) - len(failures)} ok, {len(failures)} failed")
     for line in failures:
@@ -1386,6 +1401,8 @@ def main() -> None:
     parser.add_argument("--ner-n", type=int, default=40, help="Names and places per locale.")
     parser.add_argument("--no-ner", action="store_true")
     args = parser.parse_args()
+    from bench.privacydisguise import disguised_section  # it reads this module's corpus
+
     started = time.perf_counter()
     detector = default_detector()
     samples, decoy_samples = corpus(args.n), decoys(args.decoys)
@@ -1405,6 +1422,7 @@ def main() -> None:
         "goals": {"recall": RECALL_GOAL, "precision": PRECISION_GOAL},
         "patterns": pattern_section(samples, decoy_samples, detector),
         "phone_hint_is_locale": hinted_phone_section(samples, decoy_samples),
+        "disguised": disguised_section(samples, detector, PATTERN_KINDS),
         "latency_ms": {
             name: timed(detector.detect, text, args.rounds) for name, text in texts.items()
         },

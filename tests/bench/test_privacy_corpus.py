@@ -16,6 +16,7 @@ from bench.privacy import (
     decoys,
     score,
 )
+from bench.privacydisguise import DISGUISES, disguised, disguised_section
 
 from hybridinfer.privacy.detect import Finding, default_detector
 
@@ -114,3 +115,22 @@ def test_phone_recall_follows_the_phone_recogniser(samples: list[Sample]) -> Non
     on = score(written, default_detector().detect, PATTERN_KINDS).report()
     assert on["kinds"]["PHONE"]["n"] >= 10
     assert on["kinds"]["PHONE"]["recall"] > 0.9
+
+
+def test_disguised_labels_point_at_their_rewritten_values(samples: list[Sample]) -> None:
+    for name, disguise in DISGUISES.items():
+        rewritten = list(disguised(samples, disguise))
+        assert rewritten, name
+        for sample in rewritten:
+            [label] = sample.labels
+            assert sample.text[label.start : label.end] == label.value
+            assert label.value not in {s.labels[0].value for s in samples if s.labels}
+
+
+def test_the_disguised_section_tells_folded_from_as_written(samples: list[Sample]) -> None:
+    section = disguised_section(samples, default_detector(), ("EMAIL", "CARD"))
+    zero_width = section["zero-width inside"]
+    # A zero-width space splits every value for the recognisers that read the text as written.
+    assert zero_width["folded"]["CARD"]["recall"] > 0.9
+    assert zero_width["as written"]["CARD"]["recall"] < 0.1
+    assert section["written out"]["folded"]["EMAIL"]["recall"] == 1.0

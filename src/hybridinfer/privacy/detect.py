@@ -53,9 +53,11 @@ class Detector:
         (``normalise``: look-alike spaces, dashes and full-width forms as ASCII, invisible
         characters dropped); findings give the original's positions and characters."""
         folded = fold(text)
-        return folded.in_source(self._detect(folded.text))
+        return folded.in_source(self.detect_as_written(folded.text))
 
-    def _detect(self, text: str) -> list[Finding]:
+    def detect_as_written(self, text: str) -> list[Finding]:
+        """The recognisers on ``text`` as it is, look-alike and invisible characters
+        unfolded (``bench/privacy.py`` measures what folding adds with it)."""
         if not any(character.isdigit() or character == "@" for character in text):
             # Every format here has a digit or an @ but a written-out address: most prose
             # stops here.
