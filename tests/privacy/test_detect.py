@@ -153,6 +153,9 @@ def test_a_word_that_begins_like_a_naming_word_does_not_name_a_national_number()
         ("call 415\u2011555\u20112671", ("PHONE", "415\u2011555\u20112671")),
         ("ssn 078\u201305\u20131120", ("SSN", "078\u201305\u20131120")),
         ("ip 192\u2024168\u20241\u202420", ("IP", "192\u2024168\u20241\u202420")),
+        # Escaped as in a URL or in HTML.
+        ("unsubscribe?email=jane%40example.com", ("EMAIL", "jane%40example.com")),
+        ("jane&#64;example&#46;com", ("EMAIL", "jane&#64;example&#46;com")),
         # Tag characters (invisible copies of ASCII) and a soft hyphen inside the value.
         (
             "iban DE89\U000e0041370400440532\u00ad013000",

@@ -19,6 +19,7 @@ VALUES = st.sampled_from(
         "jane\u200b.doe@example.com",
         "+1\u00a0415\u2011555\u20112671",
         "jane.doe [at] example [dot] com",
+        "jane%40example.com",
     ]
 )
 FILLER = st.text(alphabet=st.characters(codec="utf-8"), max_size=20).map(lambda s: f" {s} ")
