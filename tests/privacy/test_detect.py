@@ -90,6 +90,8 @@ def test_chinese_text_needs_no_spaces_around_the_values() -> None:
         "meet @ 5pm. Then lunch",
         "she smiled at him dot dot dot",
         "dot the i's and cross the t's",
+        "y = weights @ inputs.transpose() + bias",  # a matrix product, not an address
+        "return a @ b.T",
     ],
 )
 def test_ignores_lookalikes(text: str) -> None:
@@ -119,11 +121,13 @@ def test_findings_name_the_format_that_matched() -> None:
         ("reach john.doe at gmail dot com", "john.doe at gmail dot com"),
         ("reach me: jane . doe @ example . com", "jane . doe @ example . com"),
         ("bob[@]foo[.]io", "bob[@]foo[.]io"),
-        # Which "at" is the address's cannot be told: the whole run is kept from the cloud.
+        # "me at jane dot doe" ends in no domain: the address is the run that does.
         (
             "mail me at jane dot doe at example dot co dot uk",
-            "me at jane dot doe at example dot co dot uk",
+            "jane dot doe at example dot co dot uk",
         ),
+        # Where two runs end in a domain, which "at" is the address's cannot be told: both.
+        ("write jane at home dot de at example dot com", "jane at home dot de at example dot com"),
     ],
 )
 def test_finds_addresses_written_out_to_dodge_a_scraper(text: str, written: str) -> None:

@@ -63,6 +63,21 @@ def written_email_sign(text: str) -> bool:
     return "@" in text or "dot" in text.lower() or _BRACKET_SIGN.search(text) is not None
 
 
+GENERIC_DOMAINS = frozenset((
+    "com", "net", "org", "edu", "gov", "mil", "int", "info", "biz", "name", "pro", "mobi", "app",
+    "dev", "io", "ai", "xyz", "online", "site", "tech", "store", "blog", "cloud", "email", "mail",
+    "shop", "club", "live", "news", "page", "space", "website", "world", "today", "agency",
+    "digital", "network", "systems", "group", "company", "global", "media", "life",
+))  # fmt: skip
+"""The generic top-level domains an address written out ends in, besides every two-letter
+country domain: ``weights @ inputs.transpose`` (a matrix product in code) is not one."""
+
+
+def _plausible_domain(address: str) -> bool:
+    top = address[len(address.rstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")) :]
+    return len(top) == 2 or top.lower() in GENERIC_DOMAINS
+
+
 class WrittenEmailRecogniser:
     """E-mail addresses written out: every match at every word start, overlaps joined (the
     whole run is personal; which "at" is the address's cannot be told from the text)."""
@@ -76,6 +91,8 @@ class WrittenEmailRecogniser:
         spans: list[Span] = []
         for match in _WRITTEN_EMAIL.finditer(text):
             start, end = match.span(1)
+            if not _plausible_domain(match[1]):
+                continue
             if spans and start <= spans[-1][1]:
                 spans[-1] = (spans[-1][0], max(end, spans[-1][1]))
             else:
