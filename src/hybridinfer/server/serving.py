@@ -66,6 +66,40 @@ class _ClientCertificate:
         await self.app(scope, receive, send)
 
 
+class _HeadWithBody:
+    """A cycle's transport that holds a response's head until its body, to send both in one
+    write: uvicorn writes them apart, two sends for every answer (and two reads for the
+    client). Only a head with a ``content-length`` is held (its body follows at once); a
+    streamed answer's head goes out as soon as it is written. Everything else passes through."""
+
+    __slots__ = ("_head", "_transport")
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+        self._head: bytes | None = None
+
+    def write(self, data: bytes) -> None:
+        head, self._head = self._head, None
+        if head is not None:
+            self._transport.write(head + data)
+        elif data.startswith(b"HTTP/") and data.endswith(b"\r\n\r\n") and _LENGTH in data:
+            self._head = data
+        else:
+            self._transport.write(data)
+
+    def close(self) -> None:
+        if self._head is not None:  # the app failed between head and body: as uvicorn would
+            self._transport.write(self._head)
+            self._head = None
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+_LENGTH = b"\r\ncontent-length: "
+
+
 class GuardedProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol (its fast C parser) plus a request-header read timeout:
     408, then close."""
@@ -97,6 +131,11 @@ class GuardedProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._disarm()
         super().on_headers_complete()
+
+    def _start_asgi_task(self, cycle: Any, app: Any) -> None:
+        if cycle.scope["method"] != "HEAD":  # a HEAD answer has no body to carry its head
+            cycle.transport = _HeadWithBody(cycle.transport)
+        super()._start_asgi_task(cycle, app)
 
     def on_response_complete(self) -> None:
         """Between requests the keep-alive timeout, not this one, closes an idle connection."""
