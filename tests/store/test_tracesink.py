@@ -112,3 +112,21 @@ async def test_a_quiet_sink_sleeps_and_the_first_trace_wakes_it(store: SqlStore)
     finally:
         await sink.stop()
     assert await TraceSink(store).get("batch-2") is not None
+
+
+async def test_a_flush_hands_the_store_batches_no_larger_than_it_asks(store: SqlStore) -> None:
+    sizes: list[int] = []
+    save = store.save_traces
+
+    async def counting(traces: list[dict[str, object]]) -> None:
+        sizes.append(len(traces))
+        await save(traces)
+
+    store.save_traces = counting  # type: ignore[method-assign]
+    store.trace_batch_size = 7
+    sink = TraceSink(store)
+    for index in range(17):
+        sink.record(finished(f"r{index}"))
+    await sink.flush()
+    assert sizes == [7, 7, 3]
+    assert sink.written == 17

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from hybridinfer.errors import StoreConflict, StoreUnavailable
 from hybridinfer.store import tables
+from hybridinfer.store.tracewriter import BATCH, SqliteTraceWriter
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
@@ -54,10 +55,16 @@ class SqlStore:
 
     def __init__(self, url: str) -> None:
         self.url = url
+        self._traces: SqliteTraceWriter | None = None
+        self.trace_batch_size = 200
+        """The most traces ``save_traces`` should be given at once."""
         if url.startswith("sqlite"):
             path = url.split("///", 1)[-1]
             if path and path != ":memory:":
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
+                if "?" not in path:  # a plain file: trace rows skip aiosqlite's thread
+                    self._traces = SqliteTraceWriter(path)
+                    self.trace_batch_size = BATCH
         # A pooled PostgreSQL connection can die with its server and is pinged on checkout. A
         # SQLite one is a file handle: the ping would cost four round trips to aiosqlite's
         # thread (and four wake-ups of the event loop) per transaction for nothing.
@@ -100,6 +107,8 @@ class SqlStore:
         return True
 
     async def close(self) -> None:
+        if self._traces is not None:
+            self._traces.close()
         await self._engine.dispose()
 
     # keys
@@ -216,6 +225,9 @@ class SqlStore:
             for trace in traces
             for decision in trace["decisions"]
         ]
+        if self._traces is not None:
+            await self._traces.write(request_rows, decision_rows)
+            return
         async with self._begin() as connection:
             await connection.execute(insert(tables.requests), request_rows)
             if decision_rows:

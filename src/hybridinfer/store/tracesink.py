@@ -115,8 +115,9 @@ class TraceSink:
                     raise
             if self.retained is not None:
                 await self._flush_retained(self.retained)
+            size = min(self._batch_size, self._store.trace_batch_size)
             while self._pending:
-                batch = self._pending[: self._batch_size]
+                batch = self._pending[:size]
                 await self._store.save_traces(batch)
                 del self._pending[: len(batch)]
                 self.written += len(batch)
