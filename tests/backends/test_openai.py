@@ -253,3 +253,29 @@ async def test_a_base_model_serves_a_text_step_with_its_completion_prompt(
     [sent] = app[COMPLETIONS]
     assert sent["prompt"].endswith("Digit: 0\nCaption:")
     assert (sent["stop"], sent["max_tokens"]) == (["\n"], 200)
+
+
+async def test_a_cookie_an_upstream_sets_is_not_sent_with_the_next_request(
+    backend: OpenAIBackend, unused_tcp_port: int
+) -> None:
+    seen: list[str | None] = []
+
+    async def answer(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Cookie"))
+        response = web.json_response(
+            {"choices": [{"message": {"role": "assistant", "content": "hi"}}], "usage": {}}
+        )
+        response.set_cookie("session", "caller-one")  # as a CDN in front of a cloud API does
+        return response
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", answer)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", unused_tcp_port).start()
+    # A host name: aiohttp's cookie jar keeps no cookie of a bare IP address anyway.
+    target = node(f"http://localhost:{unused_tcp_port}")
+    for _ in range(2):
+        assert (await backend.infer(target, deployment(), MESSAGES, 5))["text"] == "hi"
+    await runner.cleanup()
+    assert seen == [None, None]

@@ -42,7 +42,11 @@ class HttpBackend(Backend):
             connector = aiohttp.TCPConnector(
                 limit=self._connections, ttl_dns_cache=300, ssl=self._tls
             )
-            self._session = aiohttp.ClientSession(connector=connector)
+            # One session carries every caller's requests: a cookie an upstream set for one
+            # caller must not ride along with the next caller's request, so none is kept.
+            self._session = aiohttp.ClientSession(
+                connector=connector, cookie_jar=aiohttp.DummyCookieJar()
+            )
         return self._session
 
     async def _send(self, url: str, body: bytes, timeout_s: float, model: str) -> tuple[int, bytes]:
