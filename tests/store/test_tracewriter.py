@@ -86,6 +86,26 @@ async def test_a_locked_database_is_waited_for_off_the_loop(database: Path) -> N
     assert counted(database, "requests") == 2
 
 
+async def test_a_cancelled_write_waits_for_its_thread_to_let_go_of_the_connection(
+    database: Path,
+) -> None:
+    holder = sqlite3.connect(database, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    writer = SqliteTraceWriter(str(database))
+    writing = asyncio.create_task(writer.write(*rows(1)))
+    await asyncio.sleep(0.05)  # the batch waits for the lock on a worker thread
+    writing.cancel()
+    await asyncio.sleep(0.05)
+    assert not writing.done()  # the thread still holds the connection
+    holder.execute("COMMIT")
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(writing, 5)
+    await writer.write(*rows(1, start=1))  # the connection is free again
+    holder.close()
+    writer.close()
+    assert counted(database, "requests") == 2
+
+
 async def test_a_lock_held_too_long_makes_the_store_unavailable(
     database: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -128,7 +148,7 @@ async def test_checkpoints_run_on_a_worker_thread_at_their_interval(
     for start in range(0, 10, 2):
         await writer.write(*rows(2, start=start))
     writer.close()
-    assert len(threads) == 2  # after the 4th and the 8th trace
+    assert len(threads) == 2  # before the writes that follow the 4th and the 8th trace
     assert threading.get_ident() not in threads
 
 

@@ -121,6 +121,8 @@ class TraceSink:
                 await self._store.save_traces(batch)
                 del self._pending[: len(batch)]
                 self.written += len(batch)
+                if self._pending:
+                    await asyncio.sleep(0)  # requests run between batches
 
     async def _flush_retained(self, retained: RetainedPrompts) -> None:
         prompts = retained.drain()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from hybridinfer.errors import StoreUnavailable
@@ -61,22 +61,22 @@ class SqliteTraceWriter:
             await self._write(requests, decisions)
 
     async def _write(self, requests: Rows, decisions: Rows) -> None:
+        # Nothing is awaited once the rows are committed: a cancellation (the sink stopping)
+        # must find them either written and reported so, or not written at all.
         try:
             connection = self._open()
+            if self._since_checkpoint >= CHECKPOINT_EVERY:
+                self._since_checkpoint = 0
+                await _off_loop(_checkpoint, connection)
             try:
                 self._insert(connection, "BEGIN IMMEDIATE", requests, decisions)
             except sqlite3.OperationalError as exc:
                 if not _locked(exc):
                     raise
-                await asyncio.to_thread(self._insert_waiting, connection, requests, decisions)
+                await _off_loop(self._insert_waiting, connection, requests, decisions)
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"store error: {type(exc).__name__}: {exc}") from exc
         self._since_checkpoint += len(requests)
-        if self._since_checkpoint >= CHECKPOINT_EVERY:
-            self._since_checkpoint = 0
-            await asyncio.to_thread(_checkpoint, connection)
-        else:
-            await asyncio.sleep(0)  # let requests run between batches
 
     def close(self) -> None:
         if self._connection is not None:
@@ -122,6 +122,17 @@ class SqliteTraceWriter:
 def _locked(exc: sqlite3.OperationalError) -> bool:
     code = getattr(exc, "sqlite_errorcode", 0) & 0xFF  # the primary code of an extended one
     return code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+async def _off_loop(function: Callable[..., None], *args: Any) -> None:
+    """``function(*args)`` on a worker thread. Cancelled, it still waits for the thread to end:
+    the connection is the thread's until then."""
+    work = asyncio.ensure_future(asyncio.to_thread(function, *args))
+    try:
+        await asyncio.shield(work)
+    except asyncio.CancelledError:
+        await asyncio.wait([work])
+        raise
 
 
 def _checkpoint(connection: sqlite3.Connection) -> None:
