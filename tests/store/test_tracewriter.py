@@ -168,3 +168,10 @@ async def test_a_sqlite_file_store_hands_the_sink_small_batches(tmp_path: Path) 
     assert in_memory.trace_batch_size > tracewriter.BATCH
     await on_file.close()
     await in_memory.close()
+
+
+async def test_an_empty_batch_writes_nothing(database: Path) -> None:
+    writer = SqliteTraceWriter(str(database))
+    await writer.write([], [])
+    assert writer._connection is None  # not even opened
+    writer.close()
