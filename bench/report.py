@@ -345,8 +345,11 @@ def header(latest: dict[str, Any]) -> Lines:
         "section rerun alone with `--only` says its own date). Do not edit by hand: rerun "
         "`make bench`.",
         "",
-        f"- Date: {machine['date']}; machine: {machine['cores']} cores, {machine['platform']}",
-        f"- Versions: {versions}",
+        f"- Newest run: {machine['date']}; machine: {machine['cores']} cores, "
+        f"{machine['platform']}",
+        f"- Versions of the newest run: {versions}. A section kept from an earlier run (its "
+        "date differs) ran on that run's code and machine; it names its commit where it was "
+        "recorded.",
         "- Run time: "
         f"{sum(r.get('seconds') or 0 for r in latest['sections'].values()) / 60:.1f} min, the "
         "sections' own times summed (each section says when it ran)",
@@ -398,7 +401,8 @@ def _why(section: dict[str, Any]) -> str:
 def context(section: dict[str, Any], cores: int) -> Lines:
     """How long the section ran, when, and how busy the machine was (1-minute load average)."""
     load = section.get("load_average")
-    when = f"run {section['date']}; " if "date" in section else ""
+    commit = f" at {section['commit']}" if section.get("commit") else ""
+    when = f"run {section['date']}{commit}; " if "date" in section else ""
     if load is None:
         return [f"_{when}{section['seconds']:.0f} s, on {cores} cores._", ""] if when else []
     return [

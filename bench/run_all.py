@@ -217,10 +217,16 @@ def main() -> None:
     skip = {name for name in args.skip.split(",") if name}
     started = time.perf_counter()
     sections: dict[str, Any] = {}
+    commit = versions()["git_commit"]
     for section in SECTIONS:
         if (only and section.name not in only) or section.name in skip:
             continue
-        ran = {"title": section.title, "date": machine()["date"], **run_section(section)}
+        ran = {
+            "title": section.title,
+            "date": machine()["date"],
+            "commit": commit,
+            **run_section(section),
+        }
         sections[section.name] = ran
     latest = {
         "machine": {**machine(), "versions": versions()},
@@ -237,9 +243,14 @@ def main() -> None:
 def merged(latest: dict[str, Any], earlier: dict[str, Any]) -> dict[str, Any]:
     """``latest``'s sections put into the ``earlier`` run's record: a rerun of some sections
     replaces just those; the others keep their results and the date they ran."""
-    earlier_date = earlier["machine"]["date"]
+    ran_then = {
+        "date": earlier["machine"]["date"],
+        "commit": earlier["machine"].get("versions", {}).get("git_commit"),
+    }
     kept = {
-        name: {"date": earlier_date, **record}
+        # A record with a date of its own was kept from a run before that one: its commit, if
+        # it has none, is unknown, not the earlier run's.
+        name: record if "date" in record else {**ran_then, **record}
         for name, record in earlier["sections"].items()
         if name not in latest["sections"]
     }

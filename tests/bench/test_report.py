@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from bench.plots import draw_all
-from bench.report import render
+from bench.report import context, header, render
 
 from bench import run_all
 
@@ -258,9 +258,13 @@ def test_without_a_sustained_fixed_rate_the_shared_search_rates_are_compared(
 
 def test_a_rerun_of_some_sections_replaces_only_those_and_keeps_the_dates() -> None:
     earlier = {
-        "machine": {"date": "2026-11-30T10:00:00+00:00"},
+        "machine": {"date": "2026-11-30T10:00:00+00:00", "versions": {"git_commit": "abc1234"}},
         "total_seconds": 900.0,
-        "sections": {"routing": {"status": "ok", "seconds": 60}, "gateway_overhead": {"old": 1}},
+        "sections": {
+            "routing": {"status": "ok", "seconds": 60},
+            "gateway_overhead": {"old": 1},
+            "llm": {"date": "2026-11-20T10:00:00+00:00", "status": "ok", "seconds": 5},
+        },
     }
     rerun = {
         "machine": {"date": "2026-12-02T01:00:00+00:00"},
@@ -270,7 +274,11 @@ def test_a_rerun_of_some_sections_replaces_only_those_and_keeps_the_dates() -> N
     latest = run_all.merged(rerun, earlier)
     assert latest["sections"]["gateway_overhead"] == rerun["sections"]["gateway_overhead"]
     assert latest["sections"]["routing"]["date"] == "2026-11-30T10:00:00+00:00"
-    assert list(latest["sections"]) == ["routing", "gateway_overhead"]  # the document's order
+    assert latest["sections"]["routing"]["commit"] == "abc1234"
+    # kept from a run before the earlier one: its own date, and no commit borrowed
+    assert latest["sections"]["llm"]["date"] == "2026-11-20T10:00:00+00:00"
+    assert "commit" not in latest["sections"]["llm"]
+    assert list(latest["sections"]) == ["routing", "gateway_overhead", "llm"]
     assert latest["machine"]["date"] == "2026-12-02T01:00:00+00:00"
 
 
@@ -475,3 +483,17 @@ def test_another_benchmark_is_judged_by_the_interval_not_the_two_means(tmp_path:
     again = render(other, {}, tmp_path / "again.md")
     row = next(line for line in again.splitlines() if "`gsm8k_responses`" in line)
     assert row.endswith("**met** |")
+
+
+def test_a_section_names_the_commit_it_ran_at_and_the_header_says_whose_versions() -> None:
+    section = {"date": "2026-12-06T03:49:28+00:00", "commit": "b9b8338", "seconds": 178}
+    section["load_average"] = {"before": 0.8, "after": 0.5}
+    [line, _] = context(section, 2)
+    assert line.startswith("_run 2026-12-06T03:49:28+00:00 at b9b8338; 178 s;")
+    [older, _] = context({"date": "2026-12-01T09:56:22+00:00", "seconds": 17}, 2)
+    assert older == "_run 2026-12-01T09:56:22+00:00; 17 s, on 2 cores._"
+    machine = {"date": "d", "cores": 2, "platform": "p", "versions": {"git_commit": "b9b8338"}}
+    lines = header({"machine": machine, "sections": {}})
+    assert any(
+        line.startswith("- Versions of the newest run: git_commit b9b8338.") for line in lines
+    )
