@@ -75,7 +75,7 @@ class SqliteTraceWriter:
                 self._since_checkpoint = 0
                 await _off_loop(_checkpoint, connection)
             try:
-                self._insert(connection, "BEGIN IMMEDIATE", requests, decisions)
+                self._insert(connection, requests, decisions)
             except sqlite3.OperationalError as exc:
                 if not _locked(exc):
                     raise
@@ -101,10 +101,8 @@ class SqliteTraceWriter:
         return self._connection
 
     @staticmethod
-    def _insert(
-        connection: sqlite3.Connection, begin: str, requests: Rows, decisions: Rows
-    ) -> None:
-        connection.execute(begin)
+    def _insert(connection: sqlite3.Connection, requests: Rows, decisions: Rows) -> None:
+        connection.execute("BEGIN IMMEDIATE")  # the write lock now, not at the first INSERT
         try:
             connection.executemany(insert_sql(tables.requests, tuple(requests[0])), requests)
             if decisions:
@@ -120,7 +118,7 @@ class SqliteTraceWriter:
     ) -> None:
         connection.execute(f"PRAGMA busy_timeout={int(LOCK_WAIT_S * 1000)}")
         try:
-            self._insert(connection, "BEGIN IMMEDIATE", requests, decisions)
+            self._insert(connection, requests, decisions)
         finally:
             connection.execute("PRAGMA busy_timeout=0")
 
