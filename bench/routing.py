@@ -255,6 +255,7 @@ def run_domain(
         "file": str(domain_file),
         "rows": len(domain),
         "contaminated_dropped": found.contaminated_dropped,
+        "unknown_dropped": found.unknown_dropped,
         "weak_quality": round(float(domain.weak.mean()), 4),
         "strong_quality": round(float(domain.strong.mean()), 4),
         "folds": [fold],

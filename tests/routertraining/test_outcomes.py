@@ -167,3 +167,33 @@ def test_an_mmlu_responses_file_finds_the_contaminated_list_one_level_up() -> No
     assert len(table.outcomes) == len(kept.outcomes) - table.contaminated_dropped
     everything = load_outcomes_dir(router_data())
     assert len(table.outcomes) == everything.groups.count("machine_learning")
+
+
+def test_rows_without_a_recorded_outcome_are_left_out_and_counted(tmp_path: Path) -> None:
+    path = tmp_path / "gaps.csv"
+    path.write_text(
+        "prompt,small,big\nq1,True,False\nq2,,True\nq3,False,NaN\nq4,False,True\nq5,0,1\n"
+    )
+    table = open_outcomes_csv(path)
+    # the pair is still told apart by accuracy over the recorded rows only
+    assert (table.weak_column, table.strong_column) == ("small", "big")
+    assert table.unknown_dropped == 2
+    assert table.outcomes.prompts == ["q1", "q4", "q5"]
+    assert table.outcomes.weak.tolist() == [True, False, False]
+    assert table.outcomes.strong.tolist() == [False, True, True]
+    path.write_text("prompt,small,big\nq1,,True\nq2,none,False\n")
+    with pytest.raises(InvalidInput, match="no row records both"):
+        open_outcomes_csv(path, "small", "big")
+    # a column with nothing recorded is not taken for a model's outcomes
+    path.write_text("prompt,notes,small,big\nq1,,True,True\nq2,,False,True\n")
+    assert open_outcomes_csv(path).weak_column == "small"
+
+
+def test_a_file_not_in_utf8_is_read_as_a_windows_export(tmp_path: Path) -> None:
+    path = tmp_path / "excel.csv"
+    path.write_bytes("prompt,small,big\n“Café” — déjà vu?,True,False\n".encode("cp1252"))
+    table = open_outcomes_csv(path)
+    assert table.encoding == "cp1252"
+    assert table.outcomes.prompts == ["“Café” — déjà vu?"]
+    path.write_bytes("prompt,small,big\nCafé,True,False\n".encode())
+    assert open_outcomes_csv(path).encoding == "utf-8"

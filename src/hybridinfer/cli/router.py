@@ -132,6 +132,8 @@ def evaluate(
                 "strong_column": table.strong_column,
                 "columns_found_by": table.found_by,
                 "contaminated_dropped": table.contaminated_dropped,
+                "unknown_dropped": table.unknown_dropped,
+                "encoding": table.encoding,
                 "weak_quality": round(float(outcomes.weak.mean()), 4),
                 "strong_quality": round(float(outcomes.strong.mean()), 4),
                 "seconds": round(time.perf_counter() - started, 2),

@@ -8,6 +8,7 @@ names become groups so a router can be scored on subjects it never saw.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import sys
 from collections.abc import Callable
@@ -24,6 +25,11 @@ STRONG_COLUMN = "gpt-4-1106-preview"
 PROMPT_COLUMN = "prompt"
 _TRUE = {"true", "1", "1.0", "yes"}
 _FALSE = {"false", "0", "0.0", "no"}
+_UNKNOWN = {"", "nan", "none", "null", "na", "n/a"}
+"""An outcome not recorded (pandas writes a missing value as an empty cell or ``NaN``)."""
+_ENCODINGS = ("utf-8-sig", "cp1252", "latin-1")
+"""Tried in turn: UTF-8 (with or without a byte-order mark), then a Windows export's code page;
+latin-1 decodes any byte, so a file is never refused for its encoding alone."""
 
 # MMLU passages run to a few kB, beyond the csv module's default field limit on some builds.
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
@@ -115,6 +121,9 @@ class OutcomesFile:
     with or without the organisation) or ``accuracy`` (the only two True/False columns; the
     more accurate is the strong model)."""
     contaminated_dropped: int = 0
+    unknown_dropped: int = 0
+    """Rows left out because a model's outcome was not recorded (an empty cell, ``NaN``)."""
+    encoding: str = "utf-8"
 
 
 def read_outcomes_csv(
@@ -141,14 +150,16 @@ def open_outcomes_csv(
     pair's model name (RouteLLM's GSM8K file says ``mixtral-8x7b-instruct-v0.1`` where its MMLU
     files say ``mistralai/Mixtral-8x7B-Instruct-v0.1``), else, when the file has exactly two
     True/False columns, the more accurate one is the strong model. Other columns (the models'
-    responses) are ignored. Tab-separated files and a byte-order mark are read too. With
+    responses) are ignored. Tab-separated files, a byte-order mark and a file that is not
+    UTF-8 (read as Windows-1252) are read too. A row whose outcome for either model is not
+    recorded (an empty cell, ``NaN``) is left out and counted. With
     ``drop_contaminated``, prompts listed in RouteLLM's ``contaminated_prompts.jsonl``
     (``contaminated_list_for``) are left out, as RouteLLM's own evaluation does.
     """
     path = Path(path)
     if not path.is_file():
         raise InvalidInput(f"{path}: no such file")
-    header, records = _read_table(path)
+    header, records, encoding = _read_table(path)
     prompt_column = _find_prompt_column(header)
     missing = [
         name
@@ -172,22 +183,32 @@ def open_outcomes_csv(
     weak_name, strong_name, found_by = _resolve_columns(
         path, header, prompt_column, column, weak_column, strong_column
     )
-    prompts = column(prompt_column)
     weak = [_parse_bool(v, path, row, weak_name) for row, v in enumerate(column(weak_name), 2)]
     strong = [
         _parse_bool(v, path, row, strong_name) for row, v in enumerate(column(strong_name), 2)
     ]
+    recorded = [w is not None and s is not None for w, s in zip(weak, strong, strict=True)]
+    unknown = recorded.count(False)
+    if unknown == len(records):
+        raise InvalidInput(f"{path}: no row records both models' outcomes")
+    rows = [row for row, kept in enumerate(recorded) if kept]
+    prompts = column(prompt_column)
     name = group if group is not None else path.stem
-    outcomes = Outcomes(prompts, np.asarray(weak), np.asarray(strong), [name] * len(prompts))
+    outcomes = Outcomes(
+        [prompts[row] for row in rows],
+        np.asarray([weak[row] for row in rows], dtype=bool),
+        np.asarray([strong[row] for row in rows], dtype=bool),
+        [name] * len(rows),
+    )
     dropped = 0
     if drop_contaminated:
         excluded = _contaminated(contaminated_list_for(path))
-        keep = np.asarray([prompt not in excluded for prompt in prompts], dtype=bool)
+        keep = np.asarray([p not in excluded for p in outcomes.prompts], dtype=bool)
         dropped = int((~keep).sum())
-        if dropped == len(prompts):
+        if dropped == len(outcomes):
             raise InvalidInput(f"{path}: every row is listed in contaminated_prompts.jsonl")
         outcomes = outcomes.subset(keep) if dropped else outcomes
-    return OutcomesFile(outcomes, weak_name, strong_name, found_by, dropped)
+    return OutcomesFile(outcomes, weak_name, strong_name, found_by, dropped, unknown, encoding)
 
 
 def contaminated_list_for(path: Path) -> Path:
@@ -200,19 +221,25 @@ def contaminated_list_for(path: Path) -> Path:
     return beside
 
 
-def _read_table(path: Path) -> tuple[list[str], list[list[str]]]:
-    """The header (names stripped) and the non-empty records of a CSV or TSV file."""
+def _read_table(path: Path) -> tuple[list[str], list[list[str]], str]:
+    """The header (names stripped), the non-empty records of a CSV or TSV file, and the
+    encoding it was read in."""
+    data = path.read_bytes()
+    for encoding in _ENCODINGS:
+        try:
+            text = data.decode(encoding)
+            break
+        except UnicodeDecodeError:
+            continue
     try:
-        with path.open(newline="", encoding="utf-8-sig") as handle:
-            first = handle.readline()
-            handle.seek(0)
-            dialect = csv.excel_tab if "\t" in first and "," not in first else csv.excel
-            reader = csv.reader(handle, dialect)
-            header = [name.strip() for name in next(reader, [])]
-            records = [record for record in reader if any(field.strip() for field in record)]
-    except (UnicodeDecodeError, csv.Error) as error:
+        first = text.split("\n", 1)[0]
+        dialect = csv.excel_tab if "\t" in first and "," not in first else csv.excel
+        reader = csv.reader(io.StringIO(text, newline=""), dialect)
+        header = [name.strip() for name in next(reader, [])]
+        records = [record for record in reader if any(field.strip() for field in record)]
+    except csv.Error as error:
         raise InvalidInput(f"{path}: not a readable CSV ({error})") from None
-    return header, records
+    return header, records, encoding.removesuffix("-sig")
 
 
 def _find_prompt_column(header: list[str]) -> str | None:
@@ -245,13 +272,15 @@ def _resolve_columns(
     booleans = [
         name
         for name in header
-        if name != prompt_column and all(_is_bool(value) for value in column(name))
+        if name != prompt_column
+        and all(_is_bool(value) or _is_unknown(value) for value in column(name))
+        and any(_is_bool(value) for value in column(name))
     ]
     if len(booleans) == 2:
         first, second = booleans
         known = weak if weak is not None else strong
         if known is None:
-            right = {name: sum(map(_is_true, column(name))) for name in booleans}
+            right = {name: _accuracy(column(name)) for name in booleans}
             if right[first] != right[second]:
                 weak_name, strong_name = sorted(booleans, key=right.__getitem__)
                 return weak_name, strong_name, "accuracy"
@@ -270,8 +299,14 @@ def _is_bool(value: str) -> bool:
     return text in _TRUE or text in _FALSE
 
 
-def _is_true(value: str) -> bool:
-    return value.strip().lower() in _TRUE
+def _is_unknown(value: str) -> bool:
+    return value.strip().lower() in _UNKNOWN
+
+
+def _accuracy(values: list[str]) -> float:
+    """The share of True among the recorded outcomes."""
+    recorded = [value for value in values if _is_bool(value)]
+    return sum(value.strip().lower() in _TRUE for value in recorded) / len(recorded)
 
 
 def load_outcomes_dir(data_dir: Path) -> Outcomes:
@@ -310,10 +345,13 @@ def _contaminated(path: Path) -> set[str]:
     return found
 
 
-def _parse_bool(value: str | None, path: Path, line: int, column: str) -> bool:
+def _parse_bool(value: str | None, path: Path, row: int, column: str) -> bool | None:
+    """True or False; None where the outcome was not recorded."""
     text = (value or "").strip().lower()
     if text in _TRUE:
         return True
     if text in _FALSE:
         return False
-    raise InvalidInput(f"{path}:{line}: column {column!r} must be True or False, got {value!r}")
+    if text in _UNKNOWN:
+        return None
+    raise InvalidInput(f"{path}: row {row}: column {column!r} must be True or False, got {value!r}")
