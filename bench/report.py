@@ -168,6 +168,7 @@ def routing_section(result: dict[str, Any]) -> Lines:
             _spread(formats[name]["apgr"]) if name in formats else "n/a",
             f"{figures['cpt50']['mean']:.1%}",
             _spread(figures["strong_share_at_95"], share=True),
+            f"{figures['within_r']['mean']:+.3f}" if "within_r" in figures else "n/a",
         ]
         for name, figures in subjects.items()
     ]
@@ -204,9 +205,15 @@ def routing_section(result: dict[str, Any]) -> Lines:
                 "APGR, choices removed",
                 "CPT(50 %)",
                 "strong calls at 95 %",
+                "order within a subject (rho)",
             ],
             rows,
         ),
+        "Order within a subject: the Spearman correlation between a router's score and the "
+        "strong model's gain (strong right - weak right) inside each held-out subject, "
+        "weighted by the subjects' sizes (mean over the subject folds). APGR over several "
+        "subjects also rewards telling the subjects apart; a file of one domain has only this.",
+        "",
         *sample,
         *_domain_tables(result, shipped),
         *[f"Target: {name} — {measured}: {verdict(ok)}." for name, measured, ok in checks],

@@ -61,6 +61,7 @@ from hybridinfer.routertraining.deferral import (
     oracle_scores,
     paired_apgr_difference,
     random_scores,
+    within_group_rank_correlation,
 )
 from hybridinfer.routertraining.embedding import open_embedder
 from hybridinfer.routertraining.neighbours import NeighbourCandidate, fit_neighbours
@@ -109,7 +110,8 @@ FIXED: dict[str, tuple[Recipe | NeighbourCandidate, str]] = {
     "previous": (SHIPPED_BEFORE, "full"),
 }
 BASELINES = ("random", "length", "oracle")
-KEYS = ("apgr", "cpt50", "cpt80", "strong_share_at_95")
+KEYS = ("apgr", "cpt50", "cpt80", "strong_share_at_95", "within_r")
+HIGHER_IS_BETTER = ("apgr", "within_r")
 
 Scorer = Callable[[FeatureTable], FloatArray]
 
@@ -170,7 +172,7 @@ def run_protocol(
         for router, score in scores.items():
             curve = deferral_curve(score, test_outcomes.weak, test_outcomes.strong)
             curves.setdefault(router, []).append(curve)
-            fold[router] = curve_metrics(curve)
+            fold[router] = scored(curve, score, test_outcomes)
         fold["seconds"] = round(time.perf_counter() - started, 1)
         results.append(fold)
         print(
@@ -181,6 +183,17 @@ def run_protocol(
         "folds": results,
         "summary": {router: summarise([fold[router] for fold in results]) for router in routers},
         "curves": {router: mean_curve(found) for router, found in curves.items()},
+    }
+
+
+def scored(curve: DeferralCurve, scores: FloatArray, outcomes: Outcomes) -> dict[str, Any]:
+    """The curve's metrics and ``within_r``: how well the scores order the prompts inside each
+    subject, where a one-domain file has all its signal (``within_group_rank_correlation``)."""
+    return {
+        **curve_metrics(curve),
+        "within_r": within_group_rank_correlation(
+            scores, outcomes.weak, outcomes.strong, outcomes.groups
+        ),
     }
 
 
@@ -244,7 +257,7 @@ def run_domain(
     for router, score in scores.items():
         curve = deferral_curve(score, domain.weak, domain.strong)
         curves[router] = [curve]
-        fold[router] = curve_metrics(curve)
+        fold[router] = scored(curve, score, domain)
         if router not in BASELINES:
             paired = paired_apgr_difference(score, scores["length"], domain.weak, domain.strong)
             if paired is not None:
@@ -338,11 +351,13 @@ def add_llm_rows(
 
 def summarise(per_fold: list[dict[str, float | None]]) -> dict[str, Any]:
     """Mean, spread (std), worst and best fold of each metric; ``worst`` is the lowest APGR
-    and the highest strong shares."""
+    and ``within_r`` and the highest strong shares."""
     summary: dict[str, Any] = {}
     for key in KEYS:
-        values = np.asarray([fold[key] for fold in per_fold if fold[key] is not None])
-        worst = values.min() if key == "apgr" else values.max()
+        values = np.asarray([fold[key] for fold in per_fold if fold.get(key) is not None])
+        if not len(values):
+            continue  # a metric these folds do not report (the LLM sample's rows: no within_r)
+        worst = values.min() if key in HIGHER_IS_BETTER else values.max()
         summary[key] = {
             "mean": round(float(values.mean()), 4),
             "std": round(float(values.std()), 4),

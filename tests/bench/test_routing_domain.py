@@ -67,6 +67,10 @@ def test_every_router_is_fitted_on_mmlu_and_scored_on_the_other_file(
         assert paired["verdict"] == ("above" if low > 0 else "below" if high < 0 else "level")
     (fold,) = found["folds"]
     assert fold["chosen_recipe"] in {SHIPPED.label, EMBEDDED.label}
+    # one file is one group: within_r is the file's own rank correlation with the gain
+    assert fold["oracle"]["within_r"] > 0.9
+    assert found["summary"]["oracle"]["within_r"]["mean"] == fold["oracle"]["within_r"]
+    assert -1 <= fold["random"]["within_r"] < fold["oracle"]["within_r"]
     difference = found["vs_length"][SHIPPED.label]["apgr_difference"]
     assert difference == pytest.approx(
         fold[SHIPPED.label]["apgr"] - fold["length"]["apgr"], abs=2e-4

@@ -16,6 +16,7 @@ from hybridinfer.routertraining.deferral import (
     pgr,
     random_scores,
     strong_share_at_quality,
+    within_group_rank_correlation,
 )
 
 # Ten prompts: the weak model gets the first six right, the strong model gets all ten.
@@ -113,3 +114,29 @@ def test_the_paired_difference_tells_a_clear_gap_from_noise() -> None:
     assert other.verdict == "level"
     assert other.low < 0.0 < other.high
     assert paired_apgr_difference(noise, noise, weak, weak) is None
+
+
+def test_within_group_correlation_reads_the_order_inside_each_group_only() -> None:
+    # two groups; the strong model helps on some prompts of each
+    weak = np.array([1, 1, 0, 0, 1, 1, 0, 0], dtype=bool)
+    strong = np.array([1, 1, 1, 1, 1, 1, 1, 1], dtype=bool)
+    groups = ["a"] * 4 + ["b"] * 4
+    inside = np.array([0.1, 0.2, 0.8, 0.9, 0.1, 0.2, 0.8, 0.9])
+    assert within_group_rank_correlation(inside, weak, strong, groups) == pytest.approx(
+        np.sqrt(0.8),  # Spearman of (0, 1, 2, 3) against the tied gains (0, 0, 1, 1)
+        abs=1e-4,
+    )
+    # scores that only tell the groups apart order nothing inside them
+    between = np.array([0.1, 0.1, 0.1, 0.1, 0.9, 0.9, 0.9, 0.9])
+    assert within_group_rank_correlation(between, weak, strong, groups) is None
+    # reversed inside each group, however the groups compare
+    reversed_inside = np.array([0.9, 0.8, 0.2, 0.1, 1.9, 1.8, 1.2, 1.1])
+    assert within_group_rank_correlation(reversed_inside, weak, strong, groups) == pytest.approx(
+        -np.sqrt(0.8), abs=1e-4
+    )
+    # a group with no gain to find is left out; the other keeps its weight
+    strong_b_flat = strong.copy()
+    weak_b_flat = weak.copy()
+    weak_b_flat[4:] = True
+    mixed = within_group_rank_correlation(inside, weak_b_flat, strong_b_flat, groups)
+    assert mixed == pytest.approx(np.sqrt(0.8), abs=1e-4)
