@@ -14,7 +14,8 @@ decision time under load):
   (candidates, expected latency, health, breakers, ejections, tier maps) are shared.
 
 Then ``shared_paced``: requests alike, one every millisecond (1,000 requests a second), so a
-snapshot (5 ms) serves about five before it is rebuilt.
+snapshot (5 ms) serves about five before it is rebuilt; and ``shared_paced_5ms``, one every
+5 ms (200 a second), where the snapshot has expired by the next request.
 
 Writes bench/results/decision.json.
 """
@@ -38,7 +39,10 @@ from hybridinfer.signals.registry import NodeRegistry
 
 ROUNDS = 3000
 BLOCK = 100
-PACE_S = 0.001
+PACES = {"shared_paced": 0.001, "shared_paced_5ms": 0.005}
+"""Requests alike, one every 1 ms (1,000 a second: a snapshot of 5 ms serves about five) and
+one every 5 ms (200 a second: the gap outlives the snapshot, so nearly every request rebuilds
+it, as at any rate below ~200 a second)."""
 TARGET_US = 20.0
 _distinct = itertools.count()
 
@@ -113,11 +117,12 @@ def measure(size: int) -> dict[str, list[float]]:
     for _ in range(ROUNDS // BLOCK):
         for name, (routing, plan) in ways.items():
             samples[name] += [timed(routing, plan()) for _ in range(BLOCK)]
-    paced, plain = router(None), subtasks(size)
-    samples["shared_paced"] = []
-    for _ in range(ROUNDS // 3):
-        time.sleep(PACE_S)
-        samples["shared_paced"].append(timed(paced, plain))
+    for name, pace_s in PACES.items():
+        paced, plain = router(None), subtasks(size)
+        samples[name] = []
+        for _ in range(ROUNDS // 3):
+            time.sleep(pace_s)
+            samples[name].append(timed(paced, plain))
     return {name: values[len(values) // 10 :] for name, values in samples.items()}
 
 

@@ -497,3 +497,27 @@ def test_a_section_names_the_commit_it_ran_at_and_the_header_says_whose_versions
     assert any(
         line.startswith("- Versions of the newest run: git_commit b9b8338.") for line in lines
     )
+
+
+def test_the_decision_target_holds_only_if_it_holds_once_the_snapshot_has_expired() -> None:
+    from bench.report_hotpath import decision_section
+
+    def figures(p50: float) -> dict[str, float]:
+        return {"p50": p50, "p99": p50 * 3}
+
+    result: dict[str, Any] = {
+        "deployments": 20,
+        "rules": 5,
+        "rounds": 3000,
+        "target_per_subtask_us": 20.0,
+        "shared_plan_1_per_subtask_us": figures(10.0),
+    }
+    # a record from before the 5 ms pace was measured: judged back to back, as it was
+    assert "**met**" in decision_section(result)[-2]
+    result["shared_paced_5ms_plan_1_per_subtask_us"] = figures(140.0)
+    lines = decision_section(result)
+    assert "140.0 µs at one request per 5 ms" in lines[-2]
+    assert "**missed**" in lines[-2]
+    assert any("one per 5 ms" in line for line in lines)
+    result["shared_paced_5ms_plan_1_per_subtask_us"] = figures(18.0)
+    assert "**met**" in decision_section(result)[-2]
