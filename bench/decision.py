@@ -13,9 +13,11 @@ decision time under load):
   before (a rule reads it), so rules and ranking run again and only the snapshot's facts
   (candidates, expected latency, health, breakers, ejections, tier maps) are shared.
 
-Then ``shared_paced``: requests alike, one every millisecond (1,000 requests a second), so a
-snapshot (5 ms) serves about five before it is rebuilt; and ``shared_paced_5ms``, one every
-5 ms (200 a second), where the snapshot has expired by the next request.
+Then requests alike at a steady pace, each a few hundred times: one every millisecond
+(``shared_paced``, 1,000 a second), one every 5 ms (``shared_paced_5ms``, 200 a second) and
+one every 100 ms (``shared_paced_100ms``, 10 a second), where the snapshot (``ttl_s``, 50 ms)
+has expired by the next request and is rebuilt. Between paced requests the machine's caches
+cool, so a paced decision costs more than the same one back to back.
 
 Writes bench/results/decision.json.
 """
@@ -32,17 +34,16 @@ from hybridinfer.core.plan import Privacy, Subtask
 from hybridinfer.core.topology import Deployment, Node, TensorSpec, Tier, Zone
 from hybridinfer.policy.document import default_policy_path, load_policy
 from hybridinfer.route.router import RouteOptions, Router
-from hybridinfer.route.snapshot import DecisionSnapshots
+from hybridinfer.route.snapshot import DEFAULT_TTL_S, DecisionSnapshots
 from hybridinfer.signals.breaker import Breakers
 from hybridinfer.signals.ewma import Signals
 from hybridinfer.signals.registry import NodeRegistry
 
 ROUNDS = 3000
 BLOCK = 100
-PACES = {"shared_paced": 0.001, "shared_paced_5ms": 0.005}
-"""Requests alike, one every 1 ms (1,000 a second: a snapshot of 5 ms serves about five) and
-one every 5 ms (200 a second: the gap outlives the snapshot, so nearly every request rebuilds
-it, as at any rate below ~200 a second)."""
+PACES = {"shared_paced": (0.001, 1000), "shared_paced_5ms": (0.005, 1000)}
+PACES["shared_paced_100ms"] = (0.1, 150)
+"""Way: (seconds between requests, requests). The last outlives the snapshot."""
 TARGET_US = 20.0
 _distinct = itertools.count()
 
@@ -117,10 +118,10 @@ def measure(size: int) -> dict[str, list[float]]:
     for _ in range(ROUNDS // BLOCK):
         for name, (routing, plan) in ways.items():
             samples[name] += [timed(routing, plan()) for _ in range(BLOCK)]
-    for name, pace_s in PACES.items():
+    for name, (pace_s, count) in PACES.items():
         paced, plain = router(None), subtasks(size)
         samples[name] = []
-        for _ in range(ROUNDS // 3):
+        for _ in range(count):
             time.sleep(pace_s)
             samples[name].append(timed(paced, plain))
     return {name: values[len(values) // 10 :] for name, values in samples.items()}
@@ -134,6 +135,10 @@ def main() -> None:
         "policy": policy.version,
         "rules": len(policy.rules),
         "rounds": ROUNDS,
+        "snapshot_ttl_ms": DEFAULT_TTL_S * 1000,
+        "paces": {
+            name: {"every_ms": pace * 1000, "requests": n} for name, (pace, n) in PACES.items()
+        },
         "target_per_subtask_us": TARGET_US,
         "load_before": [round(x, 2) for x in load],
     }

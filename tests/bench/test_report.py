@@ -519,5 +519,9 @@ def test_the_decision_target_holds_only_if_it_holds_once_the_snapshot_has_expire
     assert "140.0 µs at one request per 5 ms" in lines[-2]
     assert "**missed**" in lines[-2]
     assert any("one per 5 ms" in line for line in lines)
+    assert "has expired by the next request" in lines[-2]  # a record without its ttl: 5 ms
     result["shared_paced_5ms_plan_1_per_subtask_us"] = figures(18.0)
-    assert "**met**" in decision_section(result)[-2]
+    result["snapshot_ttl_ms"] = 50.0
+    lines = decision_section(result)
+    assert "**met**" in lines[-2]
+    assert "serves about 10 requests" in lines[-2]

@@ -164,7 +164,7 @@ class Router:
         self._breakers = breakers or Breakers()
         self._learners = learners
         self.decisions = DecisionSnapshots(registry, signals, self._breakers)
-        """What decisions share for a few milliseconds (``route/snapshot.py``)."""
+        """What decisions share for up to 50 ms (``route/snapshot.py``)."""
         self.snapshots: SignalSnapshots | None = None
         """Where decisions note the signals of their second, for replay (None: not kept)."""
         self.explains = True
