@@ -175,3 +175,21 @@ def test_train_rejects_a_folder_without_data(tmp_path: Path, minilm_models_dir: 
     )
     assert result.exit_code == 1
     assert "no responses/*.csv" in result.stderr
+
+
+def test_eval_reads_json_lines_with_a_prompt_column_of_another_name(
+    tmp_path: Path, minilm_models_dir: Path
+) -> None:
+    rows = [
+        {"question": row["prompt"], "small": row["small"] == "True", "big": row["big"] == "True"}
+        for row in fresh_rows()
+    ]
+    data = tmp_path / "outcomes.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    code, out, err = run_eval(data, minilm_models_dir, "--prompt-col", "question")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["data"]["rows"] == len(rows)
+    assert (report["data"]["weak_column"], report["data"]["strong_column"]) == ("small", "big")
+    for name in ROUTERS:
+        assert set(report[name]) == METRICS

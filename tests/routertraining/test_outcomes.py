@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import gzip
+import json
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +13,7 @@ import pytest
 from hybridinfer.errors import InvalidInput
 from hybridinfer.routertraining.outcomes import (
     Outcomes,
+    OutcomesFile,
     load_outcomes_dir,
     merge_duplicate_groups,
     normalise_prompt,
@@ -197,3 +201,88 @@ def test_a_file_not_in_utf8_is_read_as_a_windows_export(tmp_path: Path) -> None:
     assert table.outcomes.prompts == ["“Café” — déjà vu?"]
     path.write_bytes("prompt,small,big\nCafé,True,False\n".encode())
     assert open_outcomes_csv(path).encoding == "utf-8"
+
+
+ROWS = [
+    ("What is 2 + 2?", True, True),
+    ('A "quoted" question;\nover two lines, with a comma?', False, True),
+    ("q3", False, False),
+    ("q4", True, True),
+]
+"""A small file's content: (prompt, weak right, strong right)."""
+
+
+def _expect_rows(table: OutcomesFile) -> None:
+    assert (table.weak_column, table.strong_column) == ("small", "big")
+    assert table.outcomes.prompts == [prompt for prompt, _, _ in ROWS]
+    assert table.outcomes.weak.tolist() == [weak for _, weak, _ in ROWS]
+    assert table.outcomes.strong.tolist() == [strong for _, _, strong in ROWS]
+
+
+@pytest.mark.parametrize("delimiter", [",", ";", "\t", "|"])
+def test_a_file_separated_by_any_common_sign_is_read(tmp_path: Path, delimiter: str) -> None:
+    path = tmp_path / "outcomes.csv"
+    with path.open("w", newline="") as sink:
+        writer = csv.writer(sink, delimiter=delimiter)
+        writer.writerow(["prompt", "small", "big"])
+        writer.writerows([(p, str(w).upper(), str(s)) for p, w, s in ROWS])
+    _expect_rows(open_outcomes_csv(path))
+
+
+def test_json_lines_a_json_array_and_gzip_are_read(tmp_path: Path) -> None:
+    records = [{"prompt": p, "small": w, "big": s} for p, w, s in ROWS]
+    lines = tmp_path / "outcomes.jsonl"
+    lines.write_text("\n".join(json.dumps(record) for record in records) + "\n\n")
+    _expect_rows(open_outcomes_csv(lines))
+    array = tmp_path / "outcomes.json"
+    array.write_text(json.dumps(records, indent=2))
+    _expect_rows(open_outcomes_csv(array))
+    packed = tmp_path / "outcomes.csv.gz"
+    with gzip.open(packed, "wt", newline="") as sink:
+        writer = csv.writer(sink)
+        writer.writerow(["prompt", "small", "big"])
+        writer.writerows(ROWS)
+    _expect_rows(open_outcomes_csv(packed))
+
+
+def test_a_utf16_spreadsheet_export_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "unicode.txt"
+    text = "prompt\tsmall\tbig\n" + "".join(f"Café {n}\tTrue\tFalse\n" for n in range(3))
+    path.write_bytes(text.encode("utf-16"))  # with its byte-order mark, as a spreadsheet saves
+    table = open_outcomes_csv(path)
+    assert table.encoding == "utf-16"
+    assert table.outcomes.prompts == ["Café 0", "Café 1", "Café 2"]
+
+
+def test_bad_json_records_are_refused_by_where_they_are(tmp_path: Path) -> None:
+    path = tmp_path / "outcomes.jsonl"
+    path.write_text('{"prompt": "q1", "small": true, "big": false}\n\n{"prompt": "q2", "small"\n')
+    with pytest.raises(InvalidInput, match="not readable JSON"):
+        open_outcomes_csv(path)
+    path.write_text('{"prompt": "q1", "small": true, "big": false}\n\n[1, 2]\n')
+    with pytest.raises(InvalidInput, match="line 3: each record must be a JSON object"):
+        open_outcomes_csv(path)
+    path.write_text('{"prompt": "q1", "small": true, "big": false, "x": {"a": 1}}\n')
+    with pytest.raises(InvalidInput, match="line 1: column 'x' holds a nested value"):
+        open_outcomes_csv(path)
+    path.write_text('{"prompt": "q1", "small": true, "big": false}\n{"prompt": "q2", "small": '
+                    '"maybe", "big": false}\n')  # fmt: skip
+    with pytest.raises(InvalidInput, match="line 2: column 'small' must be True or False"):
+        open_outcomes_csv(path, "small", "big")
+
+
+def test_a_prompt_column_of_another_name_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "outcomes.csv"
+    path.write_text("question,small,big\nq1,True,False\nq2,False,True\nq3,False,True\n")
+    with pytest.raises(InvalidInput, match=r"missing column.*'prompt'.*--prompt-col"):
+        open_outcomes_csv(path)
+    table = open_outcomes_csv(path, prompt_column="question")
+    assert table.outcomes.prompts == ["q1", "q2", "q3"]
+
+
+def test_a_bad_value_is_refused_by_its_spreadsheet_row(tmp_path: Path) -> None:
+    path = tmp_path / "outcomes.csv"
+    # a blank line is skipped but still counted: row numbers are the file's own
+    path.write_text("prompt,small,big\nq1,True,False\n\nq3,perhaps,True\n")
+    with pytest.raises(InvalidInput, match="row 4: column 'small'"):
+        open_outcomes_csv(path, "small", "big")

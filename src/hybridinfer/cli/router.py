@@ -67,7 +67,11 @@ def router() -> None:
     "data_file",
     required=True,
     type=click.Path(path_type=Path),
-    help="CSV (or TSV) with a `prompt` column and a True/False column per model.",
+    help="CSV (or TSV, semicolon-separated, JSON Lines, a JSON array; gzip or not) with a "
+    "`prompt` column and a True/False column per model.",
+)
+@click.option(
+    "--prompt-col", default=None, help="The prompt's column. Default: `prompt`, in any case."
 )
 @click.option(
     "--weak-col",
@@ -97,6 +101,7 @@ def router() -> None:
 @_MODELS_DIR
 def evaluate(
     data_file: Path,
+    prompt_col: str | None,
     weak_col: str | None,
     strong_col: str | None,
     keep_contaminated: bool,
@@ -112,7 +117,11 @@ def evaluate(
     """
     with cli_errors():
         table = open_outcomes_csv(
-            data_file, weak_col, strong_col, drop_contaminated=not keep_contaminated
+            data_file,
+            weak_col,
+            strong_col,
+            drop_contaminated=not keep_contaminated,
+            prompt_column=prompt_col,
         )
         outcomes = table.outcomes
         learned = LearnedRouter.load(artifact or bundled_router_path())

@@ -8,6 +8,7 @@ names become groups so a router can be scored on subjects it never saw.
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 import sys
@@ -30,6 +31,8 @@ _UNKNOWN = {"", "nan", "none", "null", "na", "n/a"}
 _ENCODINGS = ("utf-8-sig", "cp1252", "latin-1")
 """Tried in turn: UTF-8 (with or without a byte-order mark), then a Windows export's code page;
 latin-1 decodes any byte, so a file is never refused for its encoding alone."""
+_GZIP_MAGIC = b"\x1f\x8b"
+_DELIMITERS = (",", "\t", ";", "|")
 
 # MMLU passages run to a few kB, beyond the csv module's default field limit on some builds.
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
@@ -143,6 +146,7 @@ def open_outcomes_csv(
     group: str | None = None,
     *,
     drop_contaminated: bool = False,
+    prompt_column: str | None = None,
 ) -> OutcomesFile:
     """Read one CSV in the RouteLLM form: a ``prompt`` column and a True/False column per model.
 
@@ -150,8 +154,10 @@ def open_outcomes_csv(
     pair's model name (RouteLLM's GSM8K file says ``mixtral-8x7b-instruct-v0.1`` where its MMLU
     files say ``mistralai/Mixtral-8x7B-Instruct-v0.1``), else, when the file has exactly two
     True/False columns, the more accurate one is the strong model. Other columns (the models'
-    responses) are ignored. Tab-separated files, a byte-order mark and a file that is not
-    UTF-8 (read as Windows-1252) are read too. A row whose outcome for either model is not
+    responses) are ignored. ``prompt_column`` names the prompt's column where it is not
+    ``prompt`` (in any case). Tab-, semicolon- or bar-separated text, JSON Lines or a JSON array
+    of objects, gzip-compressed files, a byte-order mark (UTF-8 or UTF-16) and a file that is
+    not UTF-8 (read as Windows-1252) are read too. A row whose outcome for either model is not
     recorded (an empty cell, ``NaN``) is left out and counted. With
     ``drop_contaminated``, prompts listed in RouteLLM's ``contaminated_prompts.jsonl``
     (``contaminated_list_for``) are left out, as RouteLLM's own evaluation does.
@@ -160,7 +166,7 @@ def open_outcomes_csv(
     if not path.is_file():
         raise InvalidInput(f"{path}: no such file")
     header, records, encoding = _read_table(path)
-    prompt_column = _find_prompt_column(header)
+    prompt_column = prompt_column or _find_prompt_column(header)
     missing = [
         name
         for name in (prompt_column or PROMPT_COLUMN, weak_column, strong_column)
@@ -169,7 +175,8 @@ def open_outcomes_csv(
     if missing:
         raise InvalidInput(
             f"{path}: missing column(s) {', '.join(map(repr, missing))}; "
-            f"found {', '.join(map(repr, header)) or 'none'}"
+            f"found {', '.join(map(repr, header)) or 'none'} (name the prompt's with "
+            "--prompt-col, the models' with --weak-col and --strong-col)"
         )
     assert prompt_column is not None
     index = {name: header.index(name) for name in header}
@@ -178,14 +185,19 @@ def open_outcomes_csv(
 
     def column(name: str) -> list[str]:
         at = index[name]
-        return [record[at] if at < len(record) else "" for record in records]
+        return [record[at] if at < len(record) else "" for _, record in records]
+
+    places = [place for place, _ in records]
 
     weak_name, strong_name, found_by = _resolve_columns(
         path, header, prompt_column, column, weak_column, strong_column
     )
-    weak = [_parse_bool(v, path, row, weak_name) for row, v in enumerate(column(weak_name), 2)]
+    weak = [
+        _parse_bool(v, path, at, weak_name) for at, v in zip(places, column(weak_name), strict=True)
+    ]
     strong = [
-        _parse_bool(v, path, row, strong_name) for row, v in enumerate(column(strong_name), 2)
+        _parse_bool(v, path, at, strong_name)
+        for at, v in zip(places, column(strong_name), strict=True)
     ]
     recorded = [w is not None and s is not None for w, s in zip(weak, strong, strict=True)]
     unknown = recorded.count(False)
@@ -221,25 +233,99 @@ def contaminated_list_for(path: Path) -> Path:
     return beside
 
 
-def _read_table(path: Path) -> tuple[list[str], list[list[str]], str]:
-    """The header (names stripped), the non-empty records of a CSV or TSV file, and the
-    encoding it was read in."""
+def _read_table(path: Path) -> tuple[list[str], list[tuple[str, list[str]]], str]:
+    """The header (names stripped), the non-empty records of the file, each with where it is
+    (``row 3``: the header is row 1; ``line 3`` of JSON Lines), and the encoding it was read
+    in. CSV, tab-, semicolon- or bar-separated text, JSON Lines or a JSON array of objects;
+    gzip-compressed or not."""
     data = path.read_bytes()
+    if data[:2] == _GZIP_MAGIC:
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as error:
+            raise InvalidInput(f"{path}: not a readable gzip file ({error})") from None
+    text, encoding = _decode(data)
+    if text.lstrip()[:1] in ("{", "["):
+        header, records = _json_table(path, text)
+    else:
+        header, records = _csv_table(path, text)
+    return header, records, encoding
+
+
+def _decode(data: bytes) -> tuple[str, str]:
+    """The text and the encoding it was read in; a UTF-16 byte-order mark (a spreadsheet's
+    "Unicode text" export) is honoured, else ``_ENCODINGS`` are tried in turn."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        try:
+            return data.decode("utf-16"), "utf-16"
+        except UnicodeDecodeError:
+            pass
     for encoding in _ENCODINGS:
         try:
-            text = data.decode(encoding)
-            break
+            return data.decode(encoding), encoding.removesuffix("-sig")
         except UnicodeDecodeError:
             continue
+    raise AssertionError("latin-1 decodes any byte")  # pragma: no cover
+
+
+def _csv_table(path: Path, text: str) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    delimiter = _delimiter(text.split("\n", 1)[0])
     try:
-        first = text.split("\n", 1)[0]
-        dialect = csv.excel_tab if "\t" in first and "," not in first else csv.excel
-        reader = csv.reader(io.StringIO(text, newline=""), dialect)
+        reader = csv.reader(io.StringIO(text, newline=""), csv.excel, delimiter=delimiter)
         header = [name.strip() for name in next(reader, [])]
-        records = [record for record in reader if any(field.strip() for field in record)]
+        records = [
+            (f"row {number}", record)
+            for number, record in enumerate(reader, 2)
+            if any(field.strip() for field in record)
+        ]
     except csv.Error as error:
         raise InvalidInput(f"{path}: not a readable CSV ({error})") from None
-    return header, records, encoding.removesuffix("-sig")
+    return header, records
+
+
+def _delimiter(header_line: str) -> str:
+    """The separator of a header line: the most frequent of comma, tab, semicolon (a
+    spreadsheet's export where the comma is the decimal mark) and bar; a comma on a tie."""
+    counts = {sign: header_line.count(sign) for sign in _DELIMITERS}
+    best = max(_DELIMITERS, key=counts.__getitem__)
+    return best if counts[best] > counts[","] else ","
+
+
+def _json_table(path: Path, text: str) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """A JSON array of objects, or one object per line (JSON Lines), as a header (every key,
+    in the order first seen) and records of cells written as a CSV would hold them."""
+    try:
+        if text.lstrip().startswith("["):
+            items = json.loads(text)
+            places = [f"item {n}" for n in range(1, len(items) + 1)]
+        else:
+            lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+            places, items = [], []
+            for number, line in lines:
+                places.append(f"line {number}")
+                items.append(json.loads(line))
+    except ValueError as error:
+        raise InvalidInput(f"{path}: not readable JSON ({error})") from None
+    header: dict[str, None] = {}
+    for place, item in zip(places, items, strict=True):
+        if not isinstance(item, dict):
+            raise InvalidInput(f"{path}: {place}: each record must be a JSON object")
+        header.update(dict.fromkeys(map(str, item)))
+    records = [
+        (place, [_cell(path, place, name, item.get(name)) for name in header])
+        for place, item in zip(places, items, strict=True)
+    ]
+    return list(header), records
+
+
+def _cell(path: Path, place: str, name: str, value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | int | float):
+        return str(value)
+    raise InvalidInput(f"{path}: {place}: column {name!r} holds a nested value")
 
 
 def _find_prompt_column(header: list[str]) -> str | None:
@@ -345,7 +431,7 @@ def _contaminated(path: Path) -> set[str]:
     return found
 
 
-def _parse_bool(value: str | None, path: Path, row: int, column: str) -> bool | None:
+def _parse_bool(value: str | None, path: Path, place: str, column: str) -> bool | None:
     """True or False; None where the outcome was not recorded."""
     text = (value or "").strip().lower()
     if text in _TRUE:
@@ -354,4 +440,4 @@ def _parse_bool(value: str | None, path: Path, row: int, column: str) -> bool | 
         return False
     if text in _UNKNOWN:
         return None
-    raise InvalidInput(f"{path}: row {row}: column {column!r} must be True or False, got {value!r}")
+    raise InvalidInput(f"{path}: {place}: column {column!r} must be True or False, got {value!r}")
