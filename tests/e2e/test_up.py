@@ -51,6 +51,11 @@ def kill_cloud_node(running: Running) -> int:
     return pid
 
 
+def trace_of(client: httpx.Client, request_id: str) -> object:
+    """The request's trace: decisions with their reasons, attempts with their errors."""
+    return client.get(f"/v1/traces/{request_id}").json()
+
+
 def inference_count(running: Running, model: str) -> int:
     port = int(running.url.rsplit(":", 1)[1]) + 1
     body = httpx.get(f"http://127.0.0.1:{port}/v2/models/{model}/stats").json()
@@ -63,7 +68,9 @@ def test_local_cloud_privacy_and_traces(launch: Launch) -> None:
     with running.client() as client:
         local = client.post("/v1/infer", json=SENTIMENT)
         assert local.status_code == 200, local.text
-        assert local.json()["subtasks"][0]["tier"] == "local"
+        # on failure, say why it ran elsewhere (the decision's reason, the attempts)
+        placed = local.json()["subtasks"][0]
+        assert placed["tier"] == "local", (placed, trace_of(client, local.json()["request_id"]))
         assert local.json()["outputs"]["label"] == "positive"
 
         assert (
