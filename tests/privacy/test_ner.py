@@ -6,8 +6,19 @@ from __future__ import annotations
 import os
 
 import pytest
+from bench.privacy import corpus, decoys
 
-from hybridinfer.privacy.ner import UNUSED_COMPONENTS, NameFinder, _loaded
+from hybridinfer.privacy.findings import Finding
+from hybridinfer.privacy.ner import (
+    KINDS,
+    MIN_SCORE,
+    TAGGING_COMPONENTS,
+    UNUSED_COMPONENTS,
+    NameFinder,
+    _loaded,
+    _plausible,
+)
+from hybridinfer.privacy.normalise import fold
 from hybridinfer.privacy.pseudonym import Pseudonymiser
 
 
@@ -59,11 +70,54 @@ def test_texts_read_together_find_what_each_finds_alone(finder: NameFinder) -> N
     assert together[1] == together[3] == []
 
 
-def test_the_parse_nothing_reads_is_off(finder: NameFinder) -> None:
+def test_the_parse_nothing_reads_is_off_and_the_tagger_waits_for_a_span(
+    finder: NameFinder,
+) -> None:
     finder.load()
     pipeline = _loaded().nlp_engine.nlp["en"]
-    assert not set(UNUSED_COMPONENTS) & set(pipeline.pipe_names)
-    assert {"tagger", "attribute_ruler", "ner"} <= set(pipeline.pipe_names)
+    assert pipeline.pipe_names == ["ner"]
+    assert set(UNUSED_COMPONENTS) | set(TAGGING_COMPONENTS) <= set(pipeline.component_names)
+
+
+def whole_pipeline_findings(text: str) -> list[Finding]:
+    """What ``find`` returned when every tagging component ran on every text, before the
+    entities: the reference the lazy tagging must equal."""
+    analyzer = _loaded()
+    pipeline = analyzer.nlp_engine.nlp["en"]
+    folded = fold(text)
+    for name in TAGGING_COMPONENTS:
+        pipeline.enable_pipe(name)
+    try:
+        artifacts = analyzer.nlp_engine.process_text(folded.text, "en")
+    finally:
+        for name in TAGGING_COMPONENTS:
+            pipeline.disable_pipe(name)
+    results = analyzer.analyze(folded.text, language="en", entities=list(KINDS),
+                               nlp_artifacts=artifacts)  # fmt: skip
+    proper = {token.idx for token in artifacts.tokens if token.pos_ == "PROPN"}
+    found = [
+        Finding(KINDS[r.entity_type], r.start, r.end, folded.text[r.start : r.end], "ner")
+        for r in results
+        if r.score >= MIN_SCORE
+        and _plausible(folded.text[r.start : r.end])
+        and any(r.start <= index < r.end for index in proper)
+    ]
+    return folded.in_source(sorted(found, key=lambda finding: finding.start))
+
+
+def test_tagging_only_texts_with_a_span_finds_what_the_whole_pipeline_finds(
+    finder: NameFinder,
+) -> None:
+    finder.load()
+    # the privacy benchmark's labelled sentences (names, places, identifiers in 14 locales)
+    # and decoys: over all 6,627 the findings were the same; a seeded sample here
+    texts = [sample.text for sample in corpus(8)] + [sample.text for sample in decoys(10)]
+    texts += ["Summarise this report.", "john smith called from paris", "Ask Alice in Rome."]
+    expected = [whole_pipeline_findings(text) for text in texts]
+    assert sum(map(bool, expected)) > 100  # the sample holds names and places to find
+    assert [finder.find(text) for text in texts] == expected
+    assert [found for start in range(0, len(texts), 16)
+            for found in finder.find_many(texts[start : start + 16])] == expected  # fmt: skip
 
 
 def test_an_invisible_character_inside_a_name_does_not_hide_it(finder: NameFinder) -> None:

@@ -1,6 +1,6 @@
 """Names and places in a request's inputs, read with the NER model only when asked.
 
-The model costs ~7 ms a text, so nothing reads names at decompose: the privacy gate asks just
+The model costs ~2-4 ms a text, so nothing reads names at decompose: the privacy gate asks just
 before a subtask's inputs would leave the private zone (``execute/gate.py``). Reading runs on
 one thread of its own, off the event loop; by default that thread only waits while the model
 reads in a child process (``privacy/nerprocess.py``), so its CPU does not hold the lock the
@@ -46,8 +46,8 @@ class Finder(Protocol):
 
 
 MAX_BATCH = 16
-"""Texts per pass: ~2.4 ms each at 16 against ~7 ms alone (short chat messages on 2 cores);
-a pass of 16 takes ~40 ms, what a text that arrives just after it may wait on top of its own."""
+"""Texts per pass: ~1.2 ms each at 16 against ~2 ms alone (short sentences on 2 cores); a pass
+of 16 takes ~20 ms, what a text that arrives just after it may wait on top of its own."""
 
 
 @dataclass(slots=True)

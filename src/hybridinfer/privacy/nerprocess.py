@@ -1,6 +1,6 @@
 """The name finder in a process of its own, so the model runs beside the event loop, not on it.
 
-Reading a new text costs the NER model ~2-7 ms of CPU. On a thread of the gateway's process
+Reading a new text costs the NER model ~1-4 ms of CPU. On a thread of the gateway's process
 that CPU holds the interpreter's lock the event loop needs, so new prompts capped the gateway
 near 150 a second on 2 cores. Here the model runs in a child process (``python -m
 hybridinfer.privacy.nerprocess``), on whichever core the loop leaves, and the gateway's process
