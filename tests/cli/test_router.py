@@ -10,6 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from hybridinfer.cli import main
+from hybridinfer.routertraining.outcomes import load_outcomes_dir
+from tests.routerdata import router_data
 
 ROUTERS = ("random", "length", "learned")
 METRICS = {"apgr", "cpt50", "cpt80", "strong_share_at_95"}
@@ -132,6 +134,8 @@ def test_eval_reads_a_routellm_file_without_being_told_its_columns(
     assert report["data"]["contaminated_dropped"] == 6
     assert report["data"]["columns_found_by"] == "model name"
     assert report["data"]["weak_column"] == "mixtral-8x7b-instruct-v0.1"
+    assert report["data"]["seen_in_training"] == 0  # new questions: no warning
+    assert "warning" not in report
     for name in ROUTERS:
         assert set(report[name]) == METRICS
     kept = CliRunner().invoke(
@@ -193,3 +197,22 @@ def test_eval_reads_json_lines_with_a_prompt_column_of_another_name(
     assert (report["data"]["weak_column"], report["data"]["strong_column"]) == ("small", "big")
     for name in ROUTERS:
         assert set(report[name]) == METRICS
+
+
+def test_eval_warns_when_the_file_holds_the_routers_training_prompts(
+    tmp_path: Path, minilm_models_dir: Path
+) -> None:
+    # the bundled router's training prompts: MMLU without its contaminated prompts
+    trained = load_outcomes_dir(router_data())
+    mixed = [
+        {"prompt": trained.prompts[row], "small": str(trained.weak[row]),
+         "big": str(trained.strong[row])}
+        for row in range(0, 3000, 100)
+    ] + fresh_rows(20)  # fmt: skip
+    data = write_csv(tmp_path / "mixed.csv", mixed)
+    code, out, err = run_eval(data, minilm_models_dir)
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["data"]["seen_in_training"] == 30  # MMLU: what the bundled router learnt
+    assert report["warning"].startswith("30 of 50 prompts were in the learned router's")
+    assert "in-sample" in err

@@ -8,6 +8,7 @@ import pytest
 
 from hybridinfer.models.embedder import Embedder
 from hybridinfer.route.learned import FeatureTable
+from hybridinfer.routertraining.fingerprint import seen_in_training
 from hybridinfer.routertraining.mmlusubjects import category
 from hybridinfer.routertraining.outcomes import Outcomes
 from hybridinfer.routertraining.training import (
@@ -44,6 +45,8 @@ def test_train_selects_by_held_out_groups_and_writes_a_card(
         metrics["apgr"] - 0.5 * metrics["apgr_std"], abs=2e-4
     )
     assert metrics["apgr_min"] <= metrics["apgr"]
+    # the card keeps the training prompts' digests: router eval counts them as in-sample
+    assert seen_in_training(router.card["training_data"]["prompts"], outcomes.prompts).all()
     scores = router.score_features(table)
     assert scores.shape == (len(outcomes),)
     assert np.isfinite(scores).all()

@@ -28,6 +28,7 @@ from hybridinfer.routertraining.deferral import (
     random_scores,
 )
 from hybridinfer.routertraining.embedding import open_embedder
+from hybridinfer.routertraining.fingerprint import seen_in_training
 from hybridinfer.routertraining.outcomes import (
     STRONG_COLUMN,
     WEAK_COLUMN,
@@ -114,6 +115,8 @@ def evaluate(
     `length` (longer prompts to the strong model first). `learned_vs_length` is the learned
     router's APGR less length's with a 95 % paired bootstrap interval over the prompts, and
     whether the learned router is `above`, `level` with or `below` length on this file.
+    `data.seen_in_training` counts the file's prompts the learned router was trained on (when
+    its card keeps their digests); any at all adds a `warning`, also printed to stderr.
     """
     with cli_errors():
         table = open_outcomes_csv(
@@ -148,6 +151,16 @@ def evaluate(
                 "seconds": round(time.perf_counter() - started, 2),
             }
         }
+        fingerprint = learned.card.get("training_data", {}).get("prompts")
+        if fingerprint is not None:
+            seen = int(seen_in_training(fingerprint, outcomes.prompts).sum())
+            report["data"]["seen_in_training"] = seen
+            if seen:
+                report["warning"] = (
+                    f"{seen} of {len(outcomes)} prompts were in the learned router's training "
+                    "data: its figures on this file are in-sample and flatter it"
+                )
+                click.echo(f"warning: {report['warning']}", err=True)
         for name, score in scores.items():
             report[name] = curve_metrics(deferral_curve(score, outcomes.weak, outcomes.strong))
         paired = paired_apgr_difference(

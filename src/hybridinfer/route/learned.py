@@ -289,7 +289,7 @@ class LearnedRouter:
         }
 
     def save(self, path: Path) -> None:
-        """Write the artifact as indented JSON (small: ~20 kB)."""
+        """Write the artifact as indented JSON (small: 10-90 kB)."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(orjson.dumps(self.to_dict(), option=orjson.OPT_INDENT_2))

@@ -23,6 +23,7 @@ import numpy.typing as npt
 from hybridinfer.route.choices import stem_of
 from hybridinfer.route.learned import FeatureTable, Head, LearnedRouter
 from hybridinfer.routertraining.deferral import curve_metrics, deferral_curve
+from hybridinfer.routertraining.fingerprint import prompt_fingerprint
 from hybridinfer.routertraining.mmlusubjects import known_categories
 from hybridinfer.routertraining.outcomes import Outcomes, merge_duplicate_groups
 
@@ -307,6 +308,7 @@ def train_router(
             "split_groups": len(set(split_groups(outcomes))),
             "weak_quality": round(float(outcomes.weak.mean()), 4),
             "strong_quality": round(float(outcomes.strong.mean()), 4),
+            "prompts": prompt_fingerprint(outcomes.prompts),
         },
         "recipe": {
             "label": chosen.label,
