@@ -93,13 +93,15 @@ def _domain_targets(result: dict[str, Any], shipped: str) -> list[tuple[str, str
         low, high = paired["ci95"]
         learned = protocol["summary"][shipped]["apgr"]["mean"]
         length = protocol["summary"]["length"]["apgr"]["mean"]
+        seen = protocol.get("seen_in_training", 0)
         found.append(
             (
                 f"clearly above length on another benchmark, `{name}` (shipped; the 95 % "
                 "paired bootstrap interval of the difference above zero)",
                 f"{learned:.3f} vs {length:.3f}, difference {paired['apgr_difference']:+.3f} "
-                f"({low:+.3f}…{high:+.3f})",
-                paired["verdict"] == "above",
+                f"({low:+.3f}…{high:+.3f})"
+                + (f"; {seen} of its prompts were trained on: not judged" if seen else ""),
+                paired["verdict"] == "above" and not seen,
             )
         )
     return found
@@ -126,7 +128,13 @@ def _domain_tables(result: dict[str, Any], shipped: str) -> Lines:
             )
         lines += [
             f"Another benchmark, `{protocol['file']}`: {protocol['rows']} prompts "
-            f"({protocol['contaminated_dropped']} dropped as contaminated), weak quality "
+            f"({protocol['contaminated_dropped']} dropped as contaminated"
+            + (
+                f"; {protocol['seen_in_training']} are MMLU prompts, scored in-sample"
+                if protocol.get("seen_in_training")
+                else ""
+            )
+            + "), weak quality "
             f"{protocol['weak_quality']:.3f}, strong {protocol['strong_quality']:.3f}; every "
             "router fitted on all of MMLU, scored once on it (`chosen` picked "
             f"`{protocol['folds'][0]['chosen_recipe']}`):",

@@ -64,6 +64,7 @@ from hybridinfer.routertraining.deferral import (
     within_group_rank_correlation,
 )
 from hybridinfer.routertraining.embedding import open_embedder
+from hybridinfer.routertraining.fingerprint import prompt_fingerprint, seen_in_training
 from hybridinfer.routertraining.neighbours import NeighbourCandidate, fit_neighbours
 from hybridinfer.routertraining.outcomes import (
     Outcomes,
@@ -269,6 +270,11 @@ def run_domain(
         "rows": len(domain),
         "contaminated_dropped": found.contaminated_dropped,
         "unknown_dropped": found.unknown_dropped,
+        # every router here is fitted on all of ``outcomes``: a domain prompt among them is
+        # scored in-sample (a digest match, as ``router eval`` counts it)
+        "seen_in_training": int(
+            seen_in_training(prompt_fingerprint(outcomes.prompts), domain.prompts).sum()
+        ),
         "weak_quality": round(float(domain.weak.mean()), 4),
         "strong_quality": round(float(domain.strong.mean()), 4),
         "folds": [fold],

@@ -483,6 +483,13 @@ def test_another_benchmark_is_judged_by_the_interval_not_the_two_means(tmp_path:
     again = render(other, {}, tmp_path / "again.md")
     row = next(line for line in again.splitlines() if "`gsm8k_responses`" in line)
     assert row.endswith("**met** |")
+    # a file of the routers' own training prompts proves nothing about another domain
+    routing["protocols"]["domain:gsm8k_responses"]["seen_in_training"] = 40
+    in_sample = render(other, {}, tmp_path / "in-sample.md")
+    row = next(line for line in in_sample.splitlines() if "`gsm8k_responses`" in line)
+    assert "40 of its prompts were trained on: not judged" in row
+    assert row.endswith("**missed** |")
+    assert "(12 dropped as contaminated; 40 are MMLU prompts, scored in-sample)" in in_sample
 
 
 def test_a_section_names_the_commit_it_ran_at_and_the_header_says_whose_versions() -> None:

@@ -51,6 +51,7 @@ def test_every_router_is_fitted_on_mmlu_and_scored_on_the_other_file(
     found = routing.run_domain(outcomes, tables, path, embedder, None)
     assert found["rows"] == 57
     assert found["contaminated_dropped"] == 3
+    assert found["seen_in_training"] == 0  # stems: not the prompts the routers learned
     assert set(found["summary"]) == {
         "random",
         "length",
