@@ -286,3 +286,13 @@ def test_a_bad_value_is_refused_by_its_spreadsheet_row(tmp_path: Path) -> None:
     path.write_text("prompt,small,big\nq1,True,False\n\nq3,perhaps,True\n")
     with pytest.raises(InvalidInput, match="row 4: column 'small'"):
         open_outcomes_csv(path, "small", "big")
+
+
+def test_a_folder_is_refused_with_a_file_to_name_instead(tmp_path: Path) -> None:
+    (tmp_path / "responses").mkdir()
+    (tmp_path / "responses" / "mmlu_x.csv").write_text("prompt,small,big\nq,True,False\n")
+    with pytest.raises(InvalidInput, match=r"a folder, not a file; .* responses/mmlu_x\.csv"):
+        open_outcomes_csv(tmp_path)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InvalidInput, match=r"a folder, not a file; name one file in it$"):
+        open_outcomes_csv(tmp_path / "empty")

@@ -163,6 +163,10 @@ def open_outcomes_csv(
     (``contaminated_list_for``) are left out, as RouteLLM's own evaluation does.
     """
     path = Path(path)
+    if path.is_dir():
+        inside = sorted(path.glob("*.csv")) or sorted(path.glob("*/*.csv"))
+        example = f" such as {inside[0].relative_to(path)}" if inside else ""
+        raise InvalidInput(f"{path}: a folder, not a file; name one file in it{example}")
     if not path.is_file():
         raise InvalidInput(f"{path}: no such file")
     header, records, encoding = _read_table(path)
