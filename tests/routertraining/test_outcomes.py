@@ -296,3 +296,14 @@ def test_a_folder_is_refused_with_a_file_to_name_instead(tmp_path: Path) -> None
     (tmp_path / "empty").mkdir()
     with pytest.raises(InvalidInput, match=r"a folder, not a file; name one file in it$"):
         open_outcomes_csv(tmp_path / "empty")
+
+
+def test_a_cut_or_corrupt_gzip_file_is_refused_in_one_line(tmp_path: Path) -> None:
+    whole = gzip.compress(b"prompt,small,big\n" + b"q,True,False\n" * 2000)
+    path = tmp_path / "outcomes.csv.gz"
+    path.write_bytes(whole[: len(whole) // 2])  # cut short
+    with pytest.raises(InvalidInput, match="not a readable gzip file"):
+        open_outcomes_csv(path)
+    path.write_bytes(whole[:10] + b"\xff" * 40 + whole[50:])  # its deflate stream corrupt
+    with pytest.raises(InvalidInput, match="not a readable gzip file"):
+        open_outcomes_csv(path)

@@ -12,6 +12,7 @@ import gzip
 import io
 import json
 import sys
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -246,7 +247,7 @@ def _read_table(path: Path) -> tuple[list[str], list[tuple[str, list[str]]], str
     if data[:2] == _GZIP_MAGIC:
         try:
             data = gzip.decompress(data)
-        except (OSError, EOFError) as error:
+        except (OSError, EOFError, zlib.error) as error:  # a bad header, a cut or corrupt stream
             raise InvalidInput(f"{path}: not a readable gzip file ({error})") from None
     text, encoding = _decode(data)
     if text.lstrip()[:1] in ("{", "["):
