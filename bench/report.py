@@ -201,7 +201,10 @@ def routing_section(result: dict[str, Any]) -> Lines:
         f"{result['protocol']['subjects']}; {result['protocol']['categories']}; and "
         f"{result['protocol'].get('formats', 'no format shift (not measured in this run)')}; "
         f"`chosen` is the selection procedure itself ({result['protocol']['selection']}). "
-        "The oracle knows the outcomes (the ceiling). Figures are the mean ± spread over folds "
+        "The oracle knows the outcomes (the ceiling); `subject-oracle` knows each held-out "
+        "subject's mean gain of the strong model and nothing inside a subject (the ceiling of a "
+        "router whose only signal is which subjects are hard). Figures are the mean ± spread "
+        "over folds "
         f"(worst fold); features took {result.get('feature_seconds', 0):.0f} s (cached in "
         "`.hybridinfer/cache`). `docs/routing.md` explains each candidate.",
         "",

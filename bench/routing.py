@@ -23,8 +23,10 @@ only (4 over subject groups, then each category present held out), refitted on t
 scored once on the test fold. Every other router is one
 fixed recipe, fitted per fold: the candidates, the explored alternatives (matrix factorisation,
 k nearest neighbours), the recipe shipped before (full-prompt embedding + text statistics,
-named ``previous``), and the baselines random, length and oracle (knows the outcomes: the
-ceiling).
+named ``previous``), and the baselines random, length, oracle (knows the outcomes: the
+ceiling) and ``subject-oracle`` (knows each test subject's mean gain of the strong model and
+nothing inside a subject: the ceiling of a router whose only signal is which subjects are hard,
+which is all any router here has found on MMLU).
 Embeddings are of the first 32 words, as the live scorer embeds, unless the name says ``full``.
 
 Writes ``bench/results/routing.json`` and ``bench/results/routing.png``; prints a table.
@@ -61,6 +63,7 @@ from hybridinfer.routertraining.deferral import (
     oracle_scores,
     paired_apgr_difference,
     random_scores,
+    subject_oracle_scores,
     within_group_rank_correlation,
 )
 from hybridinfer.routertraining.embedding import open_embedder
@@ -110,7 +113,7 @@ FIXED: dict[str, tuple[Recipe | NeighbourCandidate, str]] = {
     **{recipe.label: (recipe, "first32") for recipe in SEMANTIC_CHOICES},
     "previous": (SHIPPED_BEFORE, "full"),
 }
-BASELINES = ("random", "length", "oracle")
+BASELINES = ("random", "length", "oracle", "subject-oracle")
 KEYS = ("apgr", "cpt50", "cpt80", "strong_share_at_95", "within_r")
 HIGHER_IS_BETTER = ("apgr", "within_r")
 
@@ -156,6 +159,9 @@ def run_protocol(
             "random": random_scores(len(test_outcomes)),
             "length": length_scores(prompts),
             "oracle": oracle_scores(test_outcomes.weak, test_outcomes.strong),
+            "subject-oracle": subject_oracle_scores(
+                test_outcomes.weak, test_outcomes.strong, test_outcomes.groups
+            ),
             "chosen": fit_router(inner, train_outcomes, chosen).score_features(
                 tested(tables["first32"], test, shifted)
             ),

@@ -16,6 +16,7 @@ from hybridinfer.routertraining.deferral import (
     pgr,
     random_scores,
     strong_share_at_quality,
+    subject_oracle_scores,
     within_group_rank_correlation,
 )
 
@@ -82,6 +83,15 @@ def test_pgr_and_no_gap() -> None:
 def test_baseline_scores() -> None:
     assert length_scores(["a", "abc", ""]).tolist() == [1.0, 3.0, 0.0]
     assert np.array_equal(random_scores(5), random_scores(5))
+
+
+def test_the_subject_oracle_knows_each_subjects_mean_gain_and_nothing_inside() -> None:
+    weak = [True, False, False, True, True, False]
+    strong = [True, True, True, False, True, True]
+    groups = ["b", "a", "b", "a", "b", "c"]
+    scores = subject_oracle_scores(weak, strong, groups)
+    # a: gains +1, -1 -> 0; b: 0, +1, 0 -> 1/3; c: +1
+    np.testing.assert_allclose(scores, [1 / 3, 0.0, 1 / 3, 0.0, 1 / 3, 1.0])
 
 
 def test_mismatched_inputs_are_rejected() -> None:

@@ -3,17 +3,22 @@ held-out groups, which folds never split."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import orjson
 import pytest
 
+from hybridinfer.errors import ConfigError
 from hybridinfer.models.embedder import Embedder
-from hybridinfer.route.learned import FeatureTable
+from hybridinfer.route.learned import TEXT_STATISTICS, FeatureTable, LearnedRouter
 from hybridinfer.routertraining.fingerprint import seen_in_training
 from hybridinfer.routertraining.mmlusubjects import category
 from hybridinfer.routertraining.outcomes import Outcomes
 from hybridinfer.routertraining.training import (
     Candidate,
     Ensemble,
+    LengthPrior,
     cross_validate,
     fit_router,
     group_folds,
@@ -84,6 +89,38 @@ def test_an_ensemble_artifact_scores_the_mean_of_its_members(
     assert len(ensemble.heads) == 4
     expected = np.mean([fit_router(table, outcomes, m).score_features(table) for m in members], 0)
     np.testing.assert_allclose(ensemble.score_features(table), expected, atol=1e-9)
+
+
+def test_a_length_prior_adds_the_log_length_in_units_of_the_members_spread(
+    outcomes: Outcomes, table: FeatureTable, tmp_path: Path
+) -> None:
+    member = Candidate(("embedding", "text"), "gain", 1e-3)
+    base = fit_router(table, outcomes, member).score_features(table)
+    log_chars = table.text[:, TEXT_STATISTICS.index("log_chars")]
+    for weight in (0.5, 2.0):
+        prior = LengthPrior(member, weight)
+        router = fit_router(table, outcomes, prior)
+        assert prior.label == f"embedding+text/gain/C=0.001 + length x{weight:g}"
+        assert router.features == member.features
+        assert [head.link for head in router.heads] == ["logistic", "logistic", "identity"]
+        added = router.score_features(table) - base
+        # exactly linear in log length, centred on the training prompts, at the asked slope
+        slope = weight * base.std() / log_chars.std()
+        np.testing.assert_allclose(added, slope * (log_chars - log_chars.mean()), atol=1e-9)
+    # the linear head survives the artifact, and a link the scorer does not know is refused
+    path = tmp_path / "prior.json"
+    router.save(path)
+    loaded = LearnedRouter.load(path)
+    np.testing.assert_allclose(
+        loaded.score_features(table), router.score_features(table), rtol=1e-5, atol=1e-6
+    )
+    document = orjson.loads(path.read_bytes())
+    document["heads"][-1]["link"] = "probit"
+    path.write_bytes(orjson.dumps(document))
+    with pytest.raises(ConfigError, match="unknown link probit"):
+        LearnedRouter.load(path)
+    with pytest.raises(ValueError, match="reads the text statistics"):
+        fit_router(table, outcomes, LengthPrior(Candidate(("embedding",), "gain", 1e-3), 1.0))
 
 
 def test_pairwise_target_fits_only_where_the_models_disagree(

@@ -201,20 +201,33 @@ def embed_with_cache(embedder: Embedder, prompts: list[str], cache_dir: Path | N
     return embedding.astype(np.float64)
 
 
+LINKS = ("logistic", "identity")
+
+
 @dataclass(frozen=True)
 class Head:
-    """One logistic model on the features; its probability enters the score times ``sign``."""
+    """One model on the features; its value enters the score times ``sign``: a logistic
+    model's probability, or (``link="identity"``) the linear term itself, as a length prior
+    adds it (``routertraining/training.py``'s ``LengthPrior``)."""
 
     predicts: str
     sign: float
     weights: npt.NDArray[np.float64]
     bias: float
+    link: str = "logistic"
 
     def probability(self, features: FloatMatrix) -> npt.NDArray[np.float64]:
         """``sigmoid(features @ weights + bias)``, clipped so large logits stay finite."""
         logits = np.clip(features @ self.weights + self.bias, -40.0, 40.0)
         probability: npt.NDArray[np.float64] = 1.0 / (1.0 + np.exp(-logits))
         return probability
+
+    def value(self, features: FloatMatrix) -> npt.NDArray[np.float64]:
+        """What the head adds to the score before its sign: by its link."""
+        if self.link == "identity":
+            linear: npt.NDArray[np.float64] = features @ self.weights + self.bias
+            return linear
+        return self.probability(features)
 
 
 @dataclass
@@ -233,7 +246,7 @@ class LearnedRouter:
         matrix = table.matrix(self.features)
         score = np.zeros(matrix.shape[0], dtype=np.float64)
         for head in self.heads:
-            score += head.sign * head.probability(matrix)
+            score += head.sign * head.value(matrix)
         return score
 
     def score(self, prompts: list[str], embedder: Embedder) -> npt.NDArray[np.float64]:
@@ -281,6 +294,7 @@ class LearnedRouter:
                     "predicts": head.predicts,
                     "sign": head.sign,
                     "bias": head.bias,
+                    **({"link": head.link} if head.link != "logistic" else {}),
                     "weights": [float(f"{weight:.7g}") for weight in head.weights],
                 }
                 for head in self.heads
@@ -321,9 +335,13 @@ class LearnedRouter:
                     sign=float(head["sign"]),
                     weights=np.asarray(head["weights"], dtype=np.float64),
                     bias=float(head["bias"]),
+                    link=str(head.get("link", "logistic")),
                 )
                 for head in document["heads"]
             ]
+            unknown = sorted({head.link for head in heads} - set(LINKS))
+            if unknown:
+                raise ConfigError(f"{path} has heads of unknown link {', '.join(unknown)}")
             return cls(
                 features=tuple(document["features"]),
                 heads=heads,

@@ -127,6 +127,18 @@ def length_scores(prompts: list[str]) -> FloatArray:
     return np.asarray([len(prompt) for prompt in prompts], dtype=np.float64)
 
 
+def subject_oracle_scores(
+    weak: npt.ArrayLike, strong: npt.ArrayLike, groups: list[str]
+) -> FloatArray:
+    """A router that knows each group's (subject's) mean gain of the strong model and nothing
+    inside a group: the ceiling of a router whose only signal is which subjects are hard."""
+    gain = np.asarray(strong, dtype=np.float64) - np.asarray(weak, dtype=np.float64)
+    _, index = np.unique(np.asarray(groups), return_inverse=True)
+    means = np.bincount(index, weights=gain) / np.bincount(index)
+    scores: FloatArray = means[index]
+    return scores
+
+
 def oracle_scores(weak: npt.ArrayLike, strong: npt.ArrayLike) -> FloatArray:
     """A router that knows the outcomes: strong exactly where only the strong model is right."""
     weak_ok = np.asarray(weak, dtype=bool)

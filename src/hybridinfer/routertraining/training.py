@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hybridinfer.route.choices import stem_of
-from hybridinfer.route.learned import FeatureTable, Head, LearnedRouter
+from hybridinfer.route.learned import TEXT_STATISTICS, FeatureTable, Head, LearnedRouter
 from hybridinfer.routertraining.deferral import curve_metrics, deferral_curve
 from hybridinfer.routertraining.fingerprint import prompt_fingerprint
 from hybridinfer.routertraining.mmlusubjects import known_categories
@@ -68,7 +68,28 @@ class Ensemble:
         return " & ".join(member.label for member in self.members)
 
 
-Recipe = Candidate | Ensemble
+@dataclass(frozen=True)
+class LengthPrior:
+    """A recipe's score plus the prompt's log length (``log_chars``), ``weight`` of the
+    recipe's spread per spread of log length on the training prompts: one more head, linear.
+
+    Inside an MMLU subject no feature orders the prompts (``within_r`` is ~0 for every
+    router, length included); what the learned weights carry is which subjects are hard. A
+    benchmark of one domain has all its signal inside it, where the prompt-length heuristic
+    is a known, if weak, order. The prior keeps that order in the score, where the learned
+    part alone swaps it for topic noise; the weight is chosen like any recipe, on held-out
+    subjects, categories and stems."""
+
+    member: Candidate | Ensemble
+    weight: float
+
+    @property
+    def label(self) -> str:
+        """The member's label and the prior's weight."""
+        return f"{self.member.label} + length x{self.weight:g}"
+
+
+Recipe = Candidate | Ensemble | LengthPrior
 
 EMBEDDING_FEATURES = ("embedding", "text", "structure")
 TOPIC_FREE = ("text", "structure")
@@ -96,6 +117,9 @@ CANDIDATES: tuple[Recipe, ...] = (
             Candidate(EMBEDDING_FEATURES, "gain", 1e-4, stems=True),
         )
     ),
+    LengthPrior(Candidate(WITH_CHOICES, "gain", 1e-2, stems=True), 0.5),
+    LengthPrior(Candidate(WITH_CHOICES, "gain", 1e-2, stems=True), 1.0),
+    LengthPrior(Candidate(("text", "choicetext"), "gain", 3e-2, stems=True), 0.5),
 )
 
 
@@ -103,6 +127,8 @@ def fit_router(table: FeatureTable, outcomes: Outcomes, candidate: Recipe) -> Le
     """Fit one recipe on all the rows given."""
     if isinstance(candidate, Ensemble):
         return fit_ensemble(table, outcomes, candidate)
+    if isinstance(candidate, LengthPrior):
+        return fit_length_prior(table, outcomes, candidate)
     matrix = table.matrix(candidate.features)
     if candidate.stems:
         if table.stems is None:
@@ -149,6 +175,24 @@ def fit_ensemble(table: FeatureTable, outcomes: Outcomes, ensemble: Ensemble) ->
             sign = head.sign / len(ensemble.members)
             heads.append(Head(head.predicts, sign, np.concatenate(parts), head.bias))
     return LearnedRouter(features=features, heads=heads)
+
+
+def fit_length_prior(table: FeatureTable, outcomes: Outcomes, prior: LengthPrior) -> LearnedRouter:
+    """The member fitted, then a linear head on its ``log_chars`` feature scaled so that one
+    spread of log length moves the score by ``weight`` spreads of the member's own score."""
+    router = fit_router(table, outcomes, prior.member)
+    if "text" not in router.features:
+        raise ValueError(f"{prior.label}: the length prior reads the text statistics")
+    spread = float(router.score_features(table).std())
+    log_chars = table.text[:, TEXT_STATISTICS.index("log_chars")]
+    scale = float(log_chars.std()) or 1.0
+    slope = prior.weight * spread / scale
+    before = router.features[: router.features.index("text")]
+    at = sum(table.matrix((name,)).shape[1] for name in before) + TEXT_STATISTICS.index("log_chars")
+    weights = np.zeros(table.matrix(router.features).shape[1])
+    weights[at] = slope
+    head = Head("log_chars", 1.0, weights, -slope * float(log_chars.mean()), link="identity")
+    return LearnedRouter(features=router.features, heads=[*router.heads, head])
 
 
 def fit_head(
@@ -340,6 +384,11 @@ _SCORES = {
 
 def describe_score(recipe: Recipe) -> str:
     """What the recipe's score estimates, for the card."""
+    if isinstance(recipe, LengthPrior):
+        return (
+            f"{describe_score(recipe.member)}, plus {recipe.weight:g} x its training spread "
+            "per training spread of log(1 + characters)"
+        )
     if isinstance(recipe, Ensemble):
         return "mean of: " + "; ".join(_SCORES[member.target] for member in recipe.members)
     return _SCORES[recipe.target]
