@@ -106,6 +106,27 @@ STAGE_BUCKETS_S = (
 """Seconds: sub-millisecond gateway and route stages up to slow cloud calls."""
 
 
+class Children:
+    """A labelled counter's children by their label values, each resolved once: ``labels()``
+    validates, locks and looks up on every call (~1.7 µs here), a lookup here ~0.1 µs, and
+    ``record`` resolves four children a request. Nothing removes a child from these
+    counters, so a child found here is the one ``/metrics`` exports; the label values are
+    the counter's own (tasks, tiers, nodes, statuses, policy versions), so this holds no
+    more entries than the counter does."""
+
+    __slots__ = ("_counter", "_known")
+
+    def __init__(self, counter: Counter) -> None:
+        self._counter = counter
+        self._known: dict[tuple[str, ...], Counter] = {}
+
+    def __call__(self, *values: str) -> Counter:
+        child = self._known.get(values)
+        if child is None:
+            child = self._known[values] = self._counter.labels(*values)
+        return child
+
+
 class RequestMetrics:
     """Per-request counters and histograms, fed from finished traces."""
 
@@ -148,23 +169,27 @@ class RequestMetrics:
         )
         # Children resolved once: labels() on every request would cost a dict lookup and a lock.
         self._stages = {stage: self.stage_seconds.labels(stage) for stage in STAGES}
+        self._requests = Children(self.requests)
+        self._attempts = Children(self.attempts)
+        self._subtasks = Children(self.subtasks)
+        self._policies = Children(self.policies)
 
     def record(self, trace: Trace) -> None:
         """Count one finished request; cheap, never raises into the request path."""
         tier = "none"
         spent = 0.0
         for attempt in trace.attempts:
-            self.attempts.labels(attempt.tier, attempt.node, attempt.status).inc()
+            self._attempts(attempt.tier, attempt.node, attempt.status).inc()
             if attempt.status == "ok":
                 if tier == "none":
                     tier = attempt.tier
-                self.subtasks.labels(attempt.tier).inc()
+                self._subtasks(attempt.tier).inc()
                 spent += self._cost_of(attempt.deployment)
         if spent:
             self.spend.inc(spent)
-        self.requests.labels(trace.task or "unknown", tier, trace.status).inc()
+        self._requests(trace.task or "unknown", tier, trace.status).inc()
         if trace.policy_version is not None:
-            self.policies.labels(trace.policy_version).inc()
+            self._policies(trace.policy_version).inc()
         timings = trace.timings_ms
         for stage, child in self._stages.items():
             elapsed = timings.get(stage)
