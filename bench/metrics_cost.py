@@ -20,7 +20,7 @@ import json
 import logging
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +72,32 @@ def time_alone(work: Callable[[], Any], calls: int, batch: int = 25) -> float:
     return float(statistics.median(batches))
 
 
+async def paired_rounds(
+    rounds: int,
+    warm_up: int,
+    modes: tuple[str, ...],
+    run: Callable[[str], Awaitable[None]],
+    untimed: Callable[[str, int], Awaitable[None]],
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[str, list[float]]:
+    """Per mode, the ms of each round's ``run`` (``warm_up`` rounds first, not kept), every
+    round running every mode once in a rotated order so that no mode always follows another.
+    ``untimed(mode, index)`` runs before each timed call, outside the timing: it readies the
+    call, and work the previous call queued for later (the span export) is done there, not
+    inside whichever mode runs next, where it made the bare mode look slower than the one that
+    queued it (``spans`` read -11 to -17 µs against ``none``)."""
+    samples: dict[str, list[float]] = {mode: [] for mode in modes}
+    for index in range(rounds + warm_up):
+        for mode in modes[index % len(modes) :] + modes[: index % len(modes)]:
+            await untimed(mode, index)
+            started = clock()
+            await run(mode)
+            elapsed_ms = (clock() - started) * 1000.0
+            if index >= warm_up:
+                samples[mode].append(elapsed_ms)
+    return samples
+
+
 async def measure(plane: ControlPlane) -> dict[str, Any]:
     metrics = Metrics(plane.readings)
     telemetry = plane.telemetry
@@ -86,31 +112,30 @@ async def measure(plane: ControlPlane) -> dict[str, Any]:
         "logs": [],
         "all": [metrics.requests.record, telemetry.observe],
     }
-    samples: dict[str, list[float]] = {mode: [] for mode in (*MODES, "direct")}
     session, feeds = direct_runner(REPO / ".hybridinfer" / "models")
-    last = Trace(request_id="warm")
-    for index in range(ROUNDS + WARM_UP):
-        started = time.perf_counter()
-        session.run(None, feeds)  # the model alone: what the pipeline adds is the rest
-        if index >= WARM_UP:
-            samples["direct"].append((time.perf_counter() - started) * 1000.0)
-        for mode in MODES[index % len(MODES) :] + MODES[: index % len(MODES)]:
-            observers[:] = chosen[mode]
-            trace = Trace(request_id=f"r{index}-{mode}", key_id="bench")
-            started = time.perf_counter()
-            await plane.pipeline.infer(REQUEST, trace)
-            if mode in ("logs", "all"):
-                log_line(trace)
-            elapsed_ms = (time.perf_counter() - started) * 1000.0
-            if index >= WARM_UP:
-                samples[mode].append(elapsed_ms)
-            last = trace
-        if index % 50 == 0:
-            await asyncio.sleep(0)  # let the span task drain what was queued
-            exporter.clear()
+    current: list[Trace] = [Trace(request_id="warm")]  # the call's trace, made untimed
+    done: list[Trace] = [current[0]]
+
+    async def untimed(mode: str, index: int) -> None:
+        telemetry.write_pending()  # the spans the last call queued: built here, outside timing
+        exporter.clear()
+        await asyncio.sleep(0)  # and the export task, woken by the queueing, finds nothing
+        observers[:] = chosen.get(mode, [])
+        current[0] = Trace(request_id=f"r{index}-{mode}", key_id="bench")
+
+    async def run(mode: str) -> None:
+        if mode == "direct":
+            session.run(None, feeds)  # the model alone: what the pipeline adds is the rest
+            return
+        await plane.pipeline.infer(REQUEST, current[0])
+        if mode in ("logs", "all"):
+            log_line(current[0])
+        done[0] = current[0]
+
+    samples = await paired_rounds(ROUNDS, WARM_UP, ("direct", *MODES), run, untimed)
     telemetry.flush()
     exporter.clear()
-    return {"samples": samples, "last": last, "metrics": metrics}
+    return {"samples": samples, "last": done[0], "metrics": metrics}
 
 
 def alone_costs(plane: ControlPlane, metrics: Metrics, last: Trace) -> dict[str, float]:
