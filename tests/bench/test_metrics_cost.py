@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+from collections import Counter
 
 from bench.metrics_cost import paired_rounds
 
@@ -48,11 +50,10 @@ def test_work_a_mode_queues_is_done_between_calls_not_in_the_next_mode() -> None
     }
     # what the untimed step is for: left in place, the export lands on whoever runs next
     leaked = rounds_with(drain=False)
-    assert round(max(leaked["none"]), 9) == round(max(leaked["all"]), 9) == 1.5
-    assert {round(v, 9) for v in leaked["spans"]} == {1.0}
+    assert round(max(leaked["none"] + leaked["all"]), 9) == 1.5
 
 
-def test_every_round_rotates_which_mode_comes_first() -> None:
+def test_every_round_runs_each_mode_once_and_no_mode_always_follows_another() -> None:
     order: list[str] = []
 
     async def run(mode: str) -> None:
@@ -61,5 +62,13 @@ def test_every_round_rotates_which_mode_comes_first() -> None:
     async def untimed(mode: str, index: int) -> None:
         return None
 
-    asyncio.run(paired_rounds(3, 0, ("a", "b", "c"), run, untimed))
-    assert order == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    modes = ("direct", "none", "spans")
+    asyncio.run(paired_rounds(300, 0, modes, run, untimed))
+    rounds = [order[i : i + 3] for i in range(0, len(order), 3)]
+    assert all(sorted(r) == sorted(modes) for r in rounds)
+    follows = Counter(itertools.pairwise(order))
+    # every ordered pair of different modes occurs, none far from its fair share (~1/6)
+    pairs = [(a, b) for a in modes for b in modes if a != b]
+    shares = [follows[pair] / (len(order) - 1) for pair in pairs]
+    assert min(shares) > 0.10
+    assert max(shares) < 0.23
