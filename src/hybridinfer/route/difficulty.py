@@ -6,8 +6,8 @@ Three signals, combined by the policy's ``router.weights`` (default: the first a
 - ``complexity``: the chat difficulty head's probability that the prompt needs the strong
   tier (``defaults/router-chat.json``, trained on hand-labelled chat prompts by
   ``hybridinfer router train-difficulty``);
-- ``learned``: the MMLU router's expected quality gain of the strong model
-  (``defaults/router-mmlu.json``), as its rank among that router's training prompts;
+- ``learned``: the MMLU router's expected quality gain of the strong model plus its length
+  prior (``defaults/router-mmlu.json``), as its rank among that router's training prompts;
 - ``words``: the prompt's length in words, ranked the same way.
 
 Both heads read one MiniLM embedding of the prompt's first ``MAX_WORDS`` words. A knob's

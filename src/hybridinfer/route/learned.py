@@ -5,9 +5,10 @@ few text statistics (length, digits, symbols), the question's form
 (``route/promptstructure.py``) and how its answer choices relate (``route/choices.py``). The
 score is a sum of logistic "heads" over those features, e.g. ``P(strong correct) -
 P(weak correct)``, the expected quality gain of sending the prompt to the strong model (an
-ensemble averages several such pairs). Training and evaluation live in
-``hybridinfer.routertraining``; this module only needs numpy, so serving never imports
-sklearn or torch.
+ensemble averages several such pairs), and may add a linear head: the bundled MMLU router adds
+a length prior on the prompt's log length (``routertraining/training.py``'s ``LengthPrior``).
+Training and evaluation live in ``hybridinfer.routertraining``; this module only needs numpy,
+so serving never imports sklearn or torch.
 
 The artifact is one JSON file: feature names, the heads (standardisation folded into the
 weights), the embedder it was trained with (name and sha256) and a card (training data,
