@@ -108,11 +108,11 @@ STAGE_BUCKETS_S = (
 
 class Children:
     """A labelled counter's children by their label values, each resolved once: ``labels()``
-    validates, locks and looks up on every call (~1.7 µs here), a lookup here ~0.1 µs, and
-    ``record`` resolves four children a request. Nothing removes a child from these
-    counters, so a child found here is the one ``/metrics`` exports; the label values are
-    the counter's own (tasks, tiers, nodes, statuses, policy versions), so this holds no
-    more entries than the counter does."""
+    validates, locks and looks up on every call (~1.7 µs more than a cached child's ``inc()`` on
+    this machine), and ``record`` resolves four children a request. Nothing removes a child from
+    these counters, so a child found here is the one ``/metrics`` exports; the label values are
+    the counter's own (tasks, tiers, nodes, statuses, policy versions), so this holds no more
+    entries than the counter does."""
 
     __slots__ = ("_counter", "_known")
 
