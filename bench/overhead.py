@@ -4,7 +4,9 @@ Side by side in one run, interleaved so machine noise hits both alike, each over
 connection, one request at a time:
   local sentiment — POST /v1/infer to a real `hybridinfer up` process against onnxruntime
     called in this process on the same model file and text; GET /healthz on the same server
-    is the HTTP floor (what any round trip costs here);
+    is the HTTP floor (what any round trip costs here); a second `hybridinfer up` with
+    ``inline_below_us`` 0 (every model call on a worker thread, as before ``models/inline.py``)
+    is timed in the same rounds, so the hand-off's cost is read side by side;
   pinned chat — POST /v1/chat/completions with a short prompt to a real `hybridinfer gateway`
     process whose one node is the instant upstream (``bench/upstream.py``), against the same
     request sent to that upstream directly: the gateway's whole added cost, privacy scan
@@ -64,6 +66,19 @@ def timed_post(
     return (time.perf_counter() - started) * 1000, response.status, payload
 
 
+def paired_median(slower: list[float], faster: list[float]) -> dict[str, float]:
+    """The median of the per-round differences and a bootstrap 95 % interval of it."""
+    differences = np.asarray(slower) - np.asarray(faster)
+    rng = np.random.default_rng(18)
+    resampled = rng.choice(differences, size=(1000, differences.size), replace=True)
+    low, high = np.percentile(np.median(resampled, axis=1), [2.5, 97.5])
+    return {
+        "median": round(float(np.median(differences)), 4),
+        "low": round(float(low), 4),
+        "high": round(float(high), 4),
+    }
+
+
 def pinned_chat() -> dict[str, Any]:
     """The instant upstream directly and through the gateway, alternating, one at a time."""
     body = chat_body(MODEL).encode()
@@ -111,36 +126,49 @@ def main() -> None:
     headers = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
     direct: list[float] = []
     gateway: list[float] = []
+    threaded: list[float] = []
     floor: list[float] = []
     server_stages: dict[str, list[float]] = {}
+    threaded_env = {"HYBRIDINFER_INLINE_BELOW_US": "0"}
     with (
         tempfile.TemporaryDirectory() as data_dir,
+        tempfile.TemporaryDirectory() as threaded_dir,
         gateway_process(Path(data_dir), KEY, models_dir) as port,
+        gateway_process(Path(threaded_dir), KEY, models_dir, threaded_env) as threaded_port,
     ):
         connection = http.client.HTTPConnection("127.0.0.1", port)
+        threaded_connection = http.client.HTTPConnection("127.0.0.1", threaded_port)
         for index in range(ROUNDS + WARMUP):
             started = time.perf_counter()
             session.run(None, feeds)
             direct_ms = (time.perf_counter() - started) * 1000
-            started = time.perf_counter()
-            connection.request("POST", "/v1/infer", body, headers)
-            response = connection.getresponse()
-            payload = json.loads(response.read())
-            gateway_ms = (time.perf_counter() - started) * 1000
+            # The two gateways take turns going first: neither always follows the direct call.
+            first_inline = index % 2 == 0
+            if not first_inline:
+                threaded_ms, threaded_status, _ = timed_post(
+                    threaded_connection, "/v1/infer", body, headers
+                )
+            gateway_ms, status, raw = timed_post(connection, "/v1/infer", body, headers)
+            if first_inline:
+                threaded_ms, threaded_status, _ = timed_post(
+                    threaded_connection, "/v1/infer", body, headers
+                )
             started = time.perf_counter()
             connection.request("GET", "/healthz")
             connection.getresponse().read()
             floor_ms = (time.perf_counter() - started) * 1000
-            if response.status != 200:
-                raise RuntimeError(f"gateway answered {response.status}: {payload}")
+            if status != 200 or threaded_status != 200:
+                raise RuntimeError(f"gateway answered {status}/{threaded_status}: {raw!r}")
             if index < WARMUP:
                 continue
             direct.append(direct_ms)
             gateway.append(gateway_ms)
+            threaded.append(threaded_ms)
             floor.append(floor_ms)
-            for stage, value in payload["timings_ms"].items():
+            for stage, value in json.loads(raw)["timings_ms"].items():
                 server_stages.setdefault(stage, []).append(value)
     direct_p, gateway_p, floor_p = percentiles(direct), percentiles(gateway), percentiles(floor)
+    threaded_p = percentiles(threaded)
     chat = pinned_chat()
     result: dict[str, Any] = {
         "what": "local sentiment: through the gateway vs onnxruntime called directly",
@@ -152,6 +180,14 @@ def main() -> None:
             "p50": round(gateway_p["p50"] - direct_p["p50"], 4),
             "p99": round(gateway_p["p99"] - direct_p["p99"], 4),
         },
+        "threaded_gateway_ms": threaded_p,
+        "threaded_overhead_ms": {
+            "p50": round(threaded_p["p50"] - direct_p["p50"], 4),
+            "p99": round(threaded_p["p99"] - direct_p["p99"], 4),
+        },
+        # Per round, the threaded gateway's time less the shipped one's: the median and its
+        # 95 % interval by bootstrap (rounds are paired, so machine drift cancels).
+        "inline_saves_ms": paired_median(threaded, gateway),
         "server_stage_ms_p50": {k: round(float(np.median(v)), 4) for k, v in server_stages.items()},
         "target": f"overhead p50 <= {TARGET_P50_MS} ms",
         "target_p50_ms": TARGET_P50_MS,
@@ -163,6 +199,13 @@ def main() -> None:
     print(f"HTTP floor (healthz) p50 {floor_p['p50']:.3f} ms  p99 {floor_p['p99']:.3f} ms")
     overhead = result["overhead_ms"]
     print(f"overhead             p50 {overhead['p50']:.3f} ms  p99 {overhead['p99']:.3f} ms")
+    threaded_overhead = result["threaded_overhead_ms"]
+    print(
+        f"overhead, model on a thread p50 {threaded_overhead['p50']:.3f} ms  "
+        f"p99 {threaded_overhead['p99']:.3f} ms"
+    )
+    saves = result["inline_saves_ms"]
+    print(f"inline run saves per round {saves['median']:.3f} ms [{saves['low']}, {saves['high']}]")
     print(f"server-side stages (p50): {result['server_stage_ms_p50']}")
     for name in ("direct_ms", "gateway_ms", "added_ms"):
         figures = chat[name]

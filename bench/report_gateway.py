@@ -383,12 +383,42 @@ def local_section(result: dict[str, Any]) -> Lines:
                     ms(result["http_floor_ms"]["p99"]),
                 ],
                 ["overhead", ms(overhead["p50"]), ms(overhead["p99"])],
+                *_threaded_rows(result),
             ],
         ),
+        *_saves_line(result),
         f"Server-side stages at p50 (ms): {stages}. Target: {result['target']}: "
         f"{verdict(overhead['p50'] <= result.get('target_p50_ms', 1.0))}.",
         "",
         *_chat_lines(result.get("chat")),
+    ]
+
+
+def _threaded_rows(result: dict[str, Any]) -> list[list[str]]:
+    """The same gateway with every model call on a worker thread (``inline_below_us`` 0),
+    timed in the same rounds; none in a result written before it was measured."""
+    threaded = result.get("threaded_overhead_ms")
+    if threaded is None:
+        return []
+    return [
+        [
+            "through a gateway with every model call on a thread",
+            ms(result["threaded_gateway_ms"]["p50"]),
+            ms(result["threaded_gateway_ms"]["p99"]),
+        ],
+        ["overhead, model call on a thread", ms(threaded["p50"]), ms(threaded["p99"])],
+    ]
+
+
+def _saves_line(result: dict[str, Any]) -> Lines:
+    saves = result.get("inline_saves_ms")
+    if saves is None:
+        return []
+    return [
+        "Running the model call on the event loop (`models/inline.py`) saves "
+        f"{ms(saves['median'])} a request against handing it to a worker thread (median of "
+        f"the per-round differences; 95 % interval {ms(saves['low'])} to {ms(saves['high'])}).",
+        "",
     ]
 
 

@@ -40,7 +40,7 @@ SETTINGS = {
     "bootstrap_key", "bootstrap_key_file", "breaker_failures", "breaker_max_open_s",
     "breaker_open_s", "cache", "cache_prefix", "cloud_cost_per_call", "cloud_models",
     "cloud_port", "data_dir", "header_timeout_s", "heartbeat_interval_s",
-    "hedge_below_latency_ms", "hedge_delay_ms", "host", "inference_threads",
+    "hedge_below_latency_ms", "hedge_delay_ms", "host", "inference_threads", "inline_below_us",
     "keep_model_versions", "key_rotation_grace_s", "listen_backlog", "llm", "llm_context_tokens",
     "llm_local_max_input", "llm_threads", "local_cpu_alpha", "local_cpu_in_flight",
     "local_cpu_interval_s", "local_cpu_saturated", "local_models", "log_format", "log_level",
@@ -59,7 +59,8 @@ SETTINGS = {
 }  # fmt: skip
 NODE_SETTINGS = {
     "advertise_url", "cache_dir", "control_plane", "cost_per_call", "heartbeat_interval_s",
-    "host", "id", "keep_versions", "max_batch_size", "max_batch_wait_us", "models", "models_dir",
+    "host", "id", "inline_below_us", "keep_versions", "max_batch_size", "max_batch_wait_us",
+    "models", "models_dir",
     "port", "preload", "pull_interval_s", "pull_models", "session_cache_bytes", "threads", "tier",
     "tls_ca_file", "tls_cert_file", "tls_key_file", "tls_require_client_cert", "token",
     "token_file", "zone",

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -12,6 +13,7 @@ import pytest
 
 from hybridinfer.errors import InvalidInput
 from hybridinfer.models.batcher import MicroBatcher
+from hybridinfer.models.inline import InlineRuns
 
 
 class Doubler:
@@ -106,3 +108,65 @@ async def test_requests_arriving_while_a_batch_runs_wait_for_company() -> None:
     assert [r["y"].tolist() for r in results] == [[[2.0 * i]] for i in range(6)]
     # the first ran at once, alone; the second worker waited beside it and took the rest
     assert model.calls == [1, 5]
+
+
+class ThreadNoting(Doubler):
+    """A fake model that notes which thread ran each call."""
+
+    def __init__(self, seconds: float = 0.0) -> None:
+        super().__init__()
+        self.threads: list[int] = []
+        self.seconds = seconds
+
+    def __call__(self, feeds: Mapping[str, npt.NDArray[Any]]) -> dict[str, npt.NDArray[Any]]:
+        self.threads.append(threading.get_ident())
+        if self.seconds:
+            time.sleep(self.seconds)
+        return super().__call__(feeds)
+
+
+async def test_a_quick_lone_call_runs_on_the_loop_once_its_size_was_timed() -> None:
+    model = ThreadNoting()
+    loop_thread = threading.get_ident()
+    with ThreadPoolExecutor(1) as pool:
+        batcher = MicroBatcher(model, pool, max_wait_s=0.0, inline=InlineRuns(max_s=0.05))
+        small, large = np.ones((1, 2), np.float32), np.ones((1, 4), np.float32)
+        for feeds in (small, small, large, large, small):
+            result = await batcher.infer({"x": feeds})
+            assert result["y"].tolist() == (feeds * 2).tolist()
+        await batcher.aclose()
+    on_loop = [thread == loop_thread for thread in model.threads]
+    # the first of each size is timed on a thread; later ones no larger run where they are
+    assert on_loop == [False, True, False, True, True]
+    assert batcher.inline is not None
+    assert batcher.inline.inline == 3
+
+
+async def test_a_slow_model_and_an_unloaded_one_never_run_on_the_loop() -> None:
+    loop_thread = threading.get_ident()
+    slow = ThreadNoting(seconds=0.01)
+    quick = ThreadNoting()
+    with ThreadPoolExecutor(2) as pool:
+        slow_batcher = MicroBatcher(slow, pool, max_wait_s=0.0, inline=InlineRuns(max_s=0.001))
+        unloaded = MicroBatcher(
+            quick, pool, max_wait_s=0.0, inline=InlineRuns(max_s=0.05), ready=lambda: False
+        )
+        for _ in range(3):
+            await slow_batcher.infer({"x": np.ones((1, 1), np.float32)})
+            await unloaded.infer({"x": np.ones((1, 1), np.float32)})
+        await slow_batcher.aclose()
+        await unloaded.aclose()
+    assert loop_thread not in slow.threads
+    assert loop_thread not in quick.threads
+
+
+async def test_an_inline_call_that_fails_fails_alone() -> None:
+    model = Doubler()
+    with ThreadPoolExecutor(1) as pool:
+        batcher = MicroBatcher(model, pool, max_wait_s=0.0, inline=InlineRuns(max_s=0.05))
+        await batcher.infer({"x": np.ones((1, 1), np.float32)})
+        with pytest.raises(InvalidInput):
+            await batcher.infer({"x": -np.ones((1, 1), np.float32)})
+        result = await batcher.infer({"x": np.ones((1, 1), np.float32)})
+        await batcher.aclose()
+    assert result["y"].tolist() == [[2.0]]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -15,6 +16,7 @@ from hybridinfer.backends.base import Backend
 from hybridinfer.core.topology import Deployment, Node
 from hybridinfer.errors import DeadlineExceeded, UnknownModel
 from hybridinfer.models.batcher import MicroBatcher
+from hybridinfer.models.inline import inline_runs
 from hybridinfer.models.onnxmodel import OnnxModel
 from hybridinfer.models.sessioncache import SessionCache
 
@@ -27,7 +29,9 @@ class OnnxBackend(Backend):
 
     Sessions live in a memory-bounded LRU (``SessionCache``) and concurrent calls of one model
     are coalesced by a ``MicroBatcher`` (``max_wait_s`` 0: only calls already queued are
-    joined, so a lone call waits for nothing). Inference runs on a small thread pool.
+    joined, so a lone call waits for nothing). Inference runs on a small thread pool, but for
+    a lone call of a size seen to run well under a millisecond, which runs on the event loop
+    (``models/inline.py``: the thread hand-off would cost more than the run).
     """
 
     protocol = "onnx"
@@ -40,13 +44,20 @@ class OnnxBackend(Backend):
         cache_bytes: int = 1 << 30,
         max_batch_size: int = 32,
         max_wait_s: float = 0.0,
+        inline_below_us: int = 1000,
     ) -> None:
         self._paths = dict(models)
         self._cache = SessionCache(cache_bytes)
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="onnx")
         self._batchers = {
             key: MicroBatcher(
-                self._runner(path), self._pool, max_batch_size, max_wait_s, workers=threads
+                self._runner(path),
+                self._pool,
+                max_batch_size,
+                max_wait_s,
+                workers=threads,
+                inline=inline_runs(inline_below_us),
+                ready=functools.partial(self._cache.holds, path),
             )
             for key, path in self._paths.items()
         }

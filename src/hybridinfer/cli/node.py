@@ -68,6 +68,7 @@ def build_repository(settings: NodeSettings) -> ModelRepository:
         max_wait_s=settings.max_batch_wait_us / 1_000_000,
         cache_bytes=settings.session_cache_bytes,
         keep_versions=settings.keep_versions,
+        inline_below_us=settings.inline_below_us,
     )
 
 

@@ -51,7 +51,10 @@ def local_models(settings: Settings) -> tuple[Node, OnnxBackend]:
         node.deployments.append(deployment)
         models[OnnxBackend.key(deployment.model, deployment.version)] = path
     backend = OnnxBackend(
-        models, threads=settings.inference_threads, cache_bytes=settings.session_cache_bytes
+        models,
+        threads=settings.inference_threads,
+        cache_bytes=settings.session_cache_bytes,
+        inline_below_us=settings.inline_below_us,
     )
     return node, backend
 

@@ -3,15 +3,20 @@
 Requests queue up; a worker takes the oldest, waits at most ``max_wait_s`` for company when
 company is likely (see ``_company_likely``), takes every queued request with the same input
 signature (names, dtypes and trailing dimensions) up to ``max_batch_size`` rows, concatenates
-them along the first axis, runs them once on a thread (never on the event loop) and hands each
-caller its own rows back. A batch that fails is re-run request by request, so one bad input
-fails only its own request.
+them along the first axis, runs them once on a thread and hands each caller its own rows back.
+A batch that fails is re-run request by request, so one bad input fails only its own request.
+
+With an ``InlineRuns`` gate (``models/inline.py``), a call that finds nothing queued and whose
+input is of a size seen to run in well under a millisecond runs on the event loop instead: the
+thread hand-off would cost more than the run. ``ready`` says whether the model can run at once
+(its session is loaded): a load is never done on the loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
@@ -20,6 +25,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from hybridinfer.models.inline import InlineRuns, input_size
 
 Arrays = dict[str, npt.NDArray[Any]]
 Runner = Callable[[Mapping[str, npt.NDArray[Any]]], Arrays]
@@ -32,6 +39,8 @@ class _Pending:
     rows: int
     signature: Signature
     future: asyncio.Future[Arrays] = field(repr=False)
+    size: int = 0
+    """``input_size`` of the feeds (0 when no ``InlineRuns`` gate wants it)."""
 
 
 def _signature(feeds: Mapping[str, npt.NDArray[Any]]) -> Signature:
@@ -67,6 +76,13 @@ def run_batch(run: Runner, batch: list[_Pending]) -> list[Arrays | BaseException
     return results
 
 
+def run_timed(run: Runner, batch: list[_Pending]) -> tuple[list[Arrays | BaseException], float]:
+    """``run_batch`` and the seconds it took, timed on the thread that ran it."""
+    started = time.perf_counter()
+    results = run_batch(run, batch)
+    return results, time.perf_counter() - started
+
+
 def _run_one(run: Runner, item: _Pending) -> Arrays | BaseException:
     try:
         return run(item.feeds)
@@ -84,8 +100,14 @@ class MicroBatcher:
         max_batch_size: int = 64,
         max_wait_s: float = 0.0005,
         workers: int = 2,
+        *,
+        inline: InlineRuns | None = None,
+        ready: Callable[[], bool] | None = None,
     ) -> None:
         self._run = run
+        self.inline = inline
+        """Which lone calls run on the event loop (None: every call runs on a thread)."""
+        self._ready = ready
         self._executor = executor
         self.max_batch_size = max_batch_size
         self.max_wait_s = max_wait_s
@@ -105,13 +127,22 @@ class MicroBatcher:
 
     async def infer(self, feeds: Mapping[str, npt.NDArray[Any]]) -> Arrays:
         """The model's outputs for these inputs (their own rows only)."""
+        inline, size = self.inline, 0
+        if inline is not None:
+            size = input_size(feeds)
+            if not self._queue and inline.admits(size) and (self._ready is None or self._ready()):
+                started = time.perf_counter()
+                try:
+                    return self._run(feeds)
+                finally:
+                    inline.observe(size, time.perf_counter() - started, inline=True)
         loop = asyncio.get_running_loop()
         if not self._tasks:
             self._tasks = [
                 loop.create_task(self._work(), name="micro-batcher") for _ in range(self._workers)
             ]
         future: asyncio.Future[Arrays] = loop.create_future()
-        self._queue.append(_Pending(feeds, _rows(feeds), _signature(feeds), future))
+        self._queue.append(_Pending(feeds, _rows(feeds), _signature(feeds), future, size))
         self._wakeup.set()
         return await future
 
@@ -133,7 +164,6 @@ class MicroBatcher:
         return batch
 
     async def _work(self) -> None:
-        loop = asyncio.get_running_loop()
         while True:
             while not self._queue:
                 self._wakeup.clear()
@@ -143,24 +173,31 @@ class MicroBatcher:
                 if not self._queue:  # another worker took them while we waited
                     continue
             batch = [item for item in self._take() if not item.future.done()]
-            if not batch:
+            if batch:
+                await self._run_on_thread(batch)
+
+    async def _run_on_thread(self, batch: list[_Pending]) -> None:
+        """Run one batch on the executor and answer each of its callers."""
+        self.batches += 1
+        self.batched_rows += sum(item.rows for item in batch)
+        self._running += 1
+        try:
+            results, seconds = await asyncio.get_running_loop().run_in_executor(
+                self._executor, run_timed, self._run, batch
+            )
+        except RuntimeError as exc:  # the executor shut down under us
+            results, seconds = [exc] * len(batch), 0.0
+        finally:
+            self._running -= 1
+        if self.inline is not None and len(batch) == 1 and isinstance(results[0], dict):
+            self.inline.observe(batch[0].size, seconds, inline=False)
+        for item, result in zip(batch, results, strict=True):
+            if item.future.done():
                 continue
-            self.batches += 1
-            self.batched_rows += sum(item.rows for item in batch)
-            self._running += 1
-            try:
-                results = await loop.run_in_executor(self._executor, run_batch, self._run, batch)
-            except RuntimeError as exc:  # the executor shut down under us
-                results = [exc] * len(batch)
-            finally:
-                self._running -= 1
-            for item, result in zip(batch, results, strict=True):
-                if item.future.done():
-                    continue
-                if isinstance(result, BaseException):
-                    item.future.set_exception(result)
-                else:
-                    item.future.set_result(result)
+            if isinstance(result, BaseException):
+                item.future.set_exception(result)
+            else:
+                item.future.set_result(result)
 
     def _company_likely(self) -> bool:
         """Whether waiting ``max_wait_s`` may fill the batch: callers are concurrent right now

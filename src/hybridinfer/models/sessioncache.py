@@ -40,6 +40,11 @@ class SessionCache:
         with self._lock:
             return list(self._sessions)
 
+    def holds(self, path: Path) -> bool:
+        """Whether ``path``'s session is loaded (``get`` would not load it now)."""
+        with self._lock:
+            return path in self._sessions
+
     def get(self, path: Path) -> OnnxModel:
         """The session of ``path``, loading it (once, even under concurrent callers) if needed."""
         with self._lock:

@@ -12,6 +12,7 @@ finish on it, new ones get the new one. Old versions stay addressable by
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +25,7 @@ from hybridinfer.errors import HybridInferError, UnknownModel
 from hybridinfer.models.artifact import file_sha256
 from hybridinfer.models.batcher import MicroBatcher
 from hybridinfer.models.catalog import versions as catalog_versions
+from hybridinfer.models.inline import inline_runs
 from hybridinfer.models.sessioncache import SessionCache
 from hybridinfer.node.history import RequestHistory
 from hybridinfer.node.served import ServedModel, check_inputs
@@ -44,12 +46,14 @@ class ModelRepository:
         max_wait_s: float = 0.0005,
         cache_bytes: int = 1 << 30,
         keep_versions: int = 3,
+        inline_below_us: int = 1000,
     ) -> None:
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="node-infer")
         self._threads = threads
         self.cache = SessionCache(cache_bytes)
         self.max_batch_size = max_batch_size
         self.max_wait_s = max_wait_s
+        self.inline_below_us = inline_below_us
         self.keep_versions = keep_versions
         self._versions: dict[str, dict[str, ServedModel]] = {}
         self._active: dict[str, str] = {}
@@ -215,7 +219,13 @@ class ModelRepository:
             return cache.get(path).run(feeds)
 
         return MicroBatcher(
-            run, self._pool, self.max_batch_size, self.max_wait_s, workers=self._threads
+            run,
+            self._pool,
+            self.max_batch_size,
+            self.max_wait_s,
+            workers=self._threads,
+            inline=inline_runs(self.inline_below_us),  # a quick lone call: no hand-off
+            ready=functools.partial(cache.holds, path),
         )
 
     # -- inference ----------------------------------------------------------------------

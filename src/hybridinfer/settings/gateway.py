@@ -18,6 +18,7 @@ from hybridinfer.settings.answers import AnswerSettings
 from hybridinfer.settings.change import ChangeSettings
 from hybridinfer.settings.learning import LearningSettings
 from hybridinfer.settings.loop import LoopSettings
+from hybridinfer.settings.modelruns import ModelRunSettings
 from hybridinfer.settings.resilience import ResilienceSettings
 from hybridinfer.settings.retained import RetainedPromptSettings
 from hybridinfer.settings.secrets import secret_from_file
@@ -32,6 +33,7 @@ class Settings(
     WorkerSettings,
     RetainedPromptSettings,
     LoopSettings,
+    ModelRunSettings,
 ):
     """Everything the control plane (gateway + router + local runtime) is configured by."""
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydantic import Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from hybridinfer.core.topology import Tier, Zone
+from hybridinfer.settings.modelruns import ModelRunSettings
 from hybridinfer.settings.secrets import secret_from_file
 
 
-class NodeSettings(BaseSettings):
+class NodeSettings(ModelRunSettings):
     """A model node: serves models over the Open Inference Protocol and registers itself."""
 
     model_config = SettingsConfigDict(env_prefix="HYBRIDINFER_NODE_", extra="forbid")
