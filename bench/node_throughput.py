@@ -2,7 +2,9 @@
 
 A real `hybridinfer node` process serves the model; a separate load process runs a closed
 loop (C connections, each sending its next request when the last answered, one text per
-request, JSON V2 bodies) for a fixed time. For comparison it also measures onnxruntime alone
+request, JSON V2 bodies) for a fixed time. Each batch size runs twice in turn: as shipped (a
+lone quick call on the event loop, ``models/inline.py``) and with ``inline_below_us`` 0 (every
+call on a worker thread). For comparison it also measures onnxruntime alone
 (batch 1 and batch 64, no HTTP), which shows how much of the cost is the HTTP layer.
 
     python bench/node_throughput.py [--models-dir DIR] [--seconds 5]
@@ -39,7 +41,12 @@ TEXTS = [
 
 
 def start_node(
-    models_dir: Path, port: int, batch: int, wait_us: int, grpc_port: int | None = None
+    models_dir: Path,
+    port: int,
+    batch: int,
+    wait_us: int,
+    grpc_port: int | None = None,
+    inline: bool = True,
 ) -> subprocess.Popen[bytes]:
     """A node serving ``MODEL`` (and V2 over gRPC on ``grpc_port``), once it is ready."""
     command = [
@@ -50,7 +57,10 @@ def start_node(
     ]  # fmt: skip
     if grpc_port is not None:
         command += ["--grpc-port", str(grpc_port)]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {**os.environ, **({} if inline else {"HYBRIDINFER_NODE_INLINE_BELOW_US": "0"})}
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
@@ -150,16 +160,24 @@ def main() -> None:
     args = parser.parse_args()
     runs = []
     for batch in [int(b) for b in args.batches.split(",")]:
-        port = free_port()
-        node = start_node(args.models_dir, port, batch, 0 if batch == 1 else 500)
-        try:
-            for concurrency in [int(c) for c in args.concurrency.split(",")]:
-                result = run_load(port, concurrency, args.seconds)
-                runs.append({"max_batch_size": batch, "concurrency": concurrency, **result})
-                print(runs[-1], flush=True)
-        finally:
-            node.send_signal(signal.SIGTERM)
-            node.wait(timeout=20)
+        for inline in (True, False):
+            port = free_port()
+            node = start_node(args.models_dir, port, batch, 0 if batch == 1 else 500, None, inline)
+            try:
+                for concurrency in [int(c) for c in args.concurrency.split(",")]:
+                    result = run_load(port, concurrency, args.seconds)
+                    runs.append(
+                        {
+                            "max_batch_size": batch,
+                            "concurrency": concurrency,
+                            "inline": inline,
+                            **result,
+                        }
+                    )
+                    print(runs[-1], flush=True)
+            finally:
+                node.send_signal(signal.SIGTERM)
+                node.wait(timeout=20)
     bare = onnxruntime_alone(args.models_dir, min(args.seconds, 3.0))
     print("onnxruntime alone:", bare)
     best = max(runs, key=lambda run: run["throughput_per_s"])
@@ -170,7 +188,8 @@ def main() -> None:
             "models_dir": str(args.models_dir),
             "setup": "node process + separate closed-loop load process on the same "
             f"{os.cpu_count()}-core host; one text per request, JSON V2 bodies; "
-            "max wait 500 µs when batching",
+            "max wait 500 µs when batching; each batch size with lone quick calls on the "
+            "event loop (as shipped) and with every call on a worker thread",
             "runs": runs,
             "best": best,
             "onnxruntime_alone": bare,

@@ -75,16 +75,22 @@ def gateway_figure(result: dict[str, Any], path: Path) -> None:
 
 def throughput_figure(result: dict[str, Any], path: Path) -> None:
     figure, axis = plt.subplots(figsize=(7, 4.5))
-    for concurrency in sorted({run["concurrency"] for run in result["runs"]}):
+    ways = sorted({(run["concurrency"], run.get("inline", False)) for run in result["runs"]})
+    for concurrency, inline in ways:
         runs = sorted(
-            (r for r in result["runs"] if r["concurrency"] == concurrency),
+            (
+                r
+                for r in result["runs"]
+                if r["concurrency"] == concurrency and r.get("inline", False) == inline
+            ),
             key=lambda r: r["max_batch_size"],
         )
         axis.plot(
             [r["max_batch_size"] for r in runs],
             [r["throughput_per_s"] for r in runs],
             marker="o",
-            label=f"{concurrency} concurrent callers",
+            linestyle="-" if inline else "--",
+            label=f"{concurrency} callers, lone call {'on the loop' if inline else 'on a thread'}",
         )
     axis.axhline(result["target_per_s"], color="red", linestyle=":", label="target")
     axis.set_xscale("log", base=2)

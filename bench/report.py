@@ -256,6 +256,7 @@ def throughput_section(result: dict[str, Any]) -> Lines:
         [
             r["max_batch_size"],
             r["concurrency"],
+            _where(r),
             f"{r['throughput_per_s']:.0f}",
             ms(r["latency_ms"]["p50"]),
             ms(r["latency_ms"]["p99"]),
@@ -268,11 +269,16 @@ def throughput_section(result: dict[str, Any]) -> Lines:
     return [
         f"{result['setup']}.",
         "",
-        *table(["max batch", "callers", "inferences/s", "p50", "p99", "errors"], rows),
+        *table(["max batch", "callers", "lone call", "inferences/s", "p50", "p99", "errors"], rows),
         f"onnxruntime alone (no HTTP): {bare}. Target ≥ {result['target_per_s']}/s: best "
         f"{best['throughput_per_s']:.0f}/s — {met}.",
         "",
     ]
+
+
+def _where(run: dict[str, Any]) -> str:
+    """Where a lone quick call ran (runs written before both were measured: on a thread)."""
+    return "on the loop" if run.get("inline", False) else "on a thread"
 
 
 def tier_section(result: dict[str, Any]) -> Lines:

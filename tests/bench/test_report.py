@@ -532,3 +532,29 @@ def test_the_decision_target_holds_only_if_it_holds_once_the_snapshot_has_expire
     lines = decision_section(result)
     assert "**met**" in lines[-2]
     assert "serves about 10 requests" in lines[-2]
+
+
+def test_node_throughput_shows_where_a_lone_call_ran(tmp_path: Path) -> None:
+    from bench.plots import throughput_figure
+    from bench.report import throughput_section
+
+    def run(callers: int, inline: bool | None, rate: float) -> dict[str, Any]:
+        found = {"max_batch_size": 8, "concurrency": callers, "throughput_per_s": rate}
+        found |= {"latency_ms": latency(1.0, 2.0), "errors": 0}
+        return found if inline is None else found | {"inline": inline}
+
+    runs = [run(1, True, 1000.0), run(1, False, 800.0), run(32, True, 2000.0)]
+    result = {
+        "setup": "node",
+        "runs": runs,
+        "best": runs[2],
+        "onnxruntime_alone": {"batch_1_per_s": 5000.0},
+        "target_per_s": 1000,
+    }
+    text = "\n".join(throughput_section(result))
+    assert "| 8 | 1 | on the loop | 1000 |" in text
+    assert "| 8 | 1 | on a thread | 800 |" in text
+    older = result | {"runs": [run(1, None, 900.0)], "best": run(1, None, 900.0)}
+    assert "| 8 | 1 | on a thread | 900 |" in "\n".join(throughput_section(older))
+    throughput_figure(result, tmp_path / "throughput.png")
+    assert (tmp_path / "throughput.png").stat().st_size > 0
