@@ -140,6 +140,7 @@ async def test_a_quick_lone_call_runs_on_the_loop_once_its_size_was_timed() -> N
     assert on_loop == [False, True, False, True, True]
     assert batcher.inline is not None
     assert batcher.inline.inline == 3
+    assert (batcher.batches, batcher.batched_rows) == (5, 5)
 
 
 async def test_a_slow_model_and_an_unloaded_one_never_run_on_the_loop() -> None:

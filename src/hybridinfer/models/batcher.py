@@ -131,6 +131,8 @@ class MicroBatcher:
         if inline is not None:
             size = input_size(feeds)
             if not self._queue and inline.admits(size) and (self._ready is None or self._ready()):
+                self.batches += 1  # a batch of its own rows, run in place
+                self.batched_rows += _rows(feeds)
                 started = time.perf_counter()
                 try:
                     return self._run(feeds)
