@@ -162,7 +162,8 @@ def main() -> None:
     for batch in [int(b) for b in args.batches.split(",")]:
         for inline in (True, False):
             port = free_port()
-            node = start_node(args.models_dir, port, batch, 0 if batch == 1 else 500, None, inline)
+            wait_us = 0 if batch == 1 else 500
+            node = start_node(args.models_dir, port, batch, wait_us, inline=inline)
             try:
                 for concurrency in [int(c) for c in args.concurrency.split(",")]:
                     result = run_load(port, concurrency, args.seconds)

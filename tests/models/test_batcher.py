@@ -139,7 +139,7 @@ async def test_a_quick_lone_call_runs_on_the_loop_once_its_size_was_timed() -> N
     # the first of each size is timed on a thread; later ones no larger run where they are
     assert on_loop == [False, True, False, True, True]
     assert batcher.inline is not None
-    assert batcher.inline.inline == 3
+    assert batcher.inline.runs == 3
     assert (batcher.batches, batcher.batched_rows) == (5, 5)
 
 

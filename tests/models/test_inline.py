@@ -55,7 +55,7 @@ def test_the_loop_spends_at_most_its_share_on_inline_runs() -> None:
     assert gate.admits(10)
     gate.observe(10, 0.125, inline=True)
     assert not gate.admits(10)
-    assert gate.inline == 6
+    assert gate.runs == 6
 
 
 def test_input_size_counts_bytes_and_string_lengths() -> None:

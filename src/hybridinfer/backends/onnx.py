@@ -1,26 +1,23 @@
-"""In-process models run by onnxruntime, off the event loop (design: local tier)."""
+"""In-process models run by onnxruntime (design: local tier): on worker threads, or on the
+event loop for a quick lone call (``models/inline.py``)."""
 
 from __future__ import annotations
 
 import asyncio
-import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-
-import numpy.typing as npt
 
 from hybridinfer.backends import codec
 from hybridinfer.backends.base import Backend
 from hybridinfer.core.topology import Deployment, Node
 from hybridinfer.errors import DeadlineExceeded, UnknownModel
-from hybridinfer.models.batcher import MicroBatcher
-from hybridinfer.models.inline import inline_runs
+from hybridinfer.models.batcher import session_batcher
+from hybridinfer.models.inline import DEFAULT_BELOW_US
 from hybridinfer.models.onnxmodel import OnnxModel
 from hybridinfer.models.sessioncache import SessionCache
 
-Arrays = dict[str, npt.NDArray[Any]]
 __all__ = ["OnnxBackend", "OnnxModel"]
 
 
@@ -44,29 +41,17 @@ class OnnxBackend(Backend):
         cache_bytes: int = 1 << 30,
         max_batch_size: int = 32,
         max_wait_s: float = 0.0,
-        inline_below_us: int = 1000,
+        inline_below_us: int = DEFAULT_BELOW_US,
     ) -> None:
         self._paths = dict(models)
         self._cache = SessionCache(cache_bytes)
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="onnx")
         self._batchers = {
-            key: MicroBatcher(
-                self._runner(path),
-                self._pool,
-                max_batch_size,
-                max_wait_s,
-                workers=threads,
-                inline=inline_runs(inline_below_us),
-                ready=functools.partial(self._cache.holds, path),
+            key: session_batcher(
+                self._cache, path, self._pool, max_batch_size, max_wait_s, threads, inline_below_us
             )
             for key, path in self._paths.items()
         }
-
-    def _runner(self, path: Path) -> Callable[[Mapping[str, npt.NDArray[Any]]], Arrays]:
-        def run(feeds: Mapping[str, npt.NDArray[Any]]) -> Arrays:
-            return self._cache.get(path).run(feeds)
-
-        return run
 
     @staticmethod
     def key(model: str, version: str) -> str:

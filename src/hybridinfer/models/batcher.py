@@ -16,17 +16,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from hybridinfer.models.inline import InlineRuns, input_size
+from hybridinfer.models.inline import InlineRuns, inline_runs, input_size
+from hybridinfer.models.sessioncache import SessionCache
 
 Arrays = dict[str, npt.NDArray[Any]]
 Runner = Callable[[Mapping[str, npt.NDArray[Any]]], Arrays]
@@ -221,3 +224,29 @@ class MicroBatcher:
         self._tasks = []
         while self._queue:
             self._queue.popleft().future.cancel()
+
+
+def session_batcher(
+    cache: SessionCache,
+    path: Path,
+    executor: Executor,
+    max_batch_size: int,
+    max_wait_s: float,
+    workers: int,
+    inline_below_us: int,
+) -> MicroBatcher:
+    """The batcher of one model file's session in ``cache`` (loaded on its first run, on a
+    thread), with the ``inline_below_us`` gate: what the local tier and a node both serve."""
+
+    def run(feeds: Mapping[str, npt.NDArray[Any]]) -> Arrays:
+        return cache.get(path).run(feeds)
+
+    return MicroBatcher(
+        run,
+        executor,
+        max_batch_size,
+        max_wait_s,
+        workers=workers,
+        inline=inline_runs(inline_below_us),
+        ready=functools.partial(cache.holds, path),
+    )

@@ -2,10 +2,10 @@
 
 Handing a call to a worker thread and back costs two thread wake-ups and a loop wake-up. For a
 model that answers in a fraction of a millisecond that hand-off can be the larger part of the
-call: on 2 cores, the bundled sentiment model's call took 0.20 ms run in place and 0.46 ms
-through a worker thread (one process, asyncio's own loop; what it saves a request through the
-gateway, on uvloop, is in ``docs/benchmarks.md`` §1b). A small call is cheaper run where it is,
-which blocks the loop for as long as it runs. ``InlineRuns`` decides, per call, whether that
+call: ``bench/overhead.py`` times the local sentiment path through two gateways in the same
+rounds, one with every model call on a thread, and reports the paired difference
+(``docs/benchmarks.md`` §1b). A small call is cheaper run where it is, which blocks the loop
+for as long as it runs. ``InlineRuns`` decides, per call, whether that
 block is small and rare:
 
 - **small**: an input no larger than one already seen to finish within ``max_s``. The bound
@@ -28,7 +28,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-DEFAULT_MAX_S = 0.001
+DEFAULT_BELOW_US = 1000
+"""The default of the ``inline_below_us`` setting, for callers built without settings."""
+DEFAULT_MAX_S = DEFAULT_BELOW_US / 1_000_000
 DEFAULT_SHARE = 0.2
 DEFAULT_BURST_S = 0.02
 
@@ -67,7 +69,7 @@ class InlineRuns:
         """The largest input size seen to finish within ``max_s`` (-1: none yet)."""
         self._tokens = burst_s
         self._at = clock()
-        self.inline = 0
+        self.runs = 0
         """Calls run on the loop so far (a figure for tests and benchmarks)."""
 
     @property
@@ -87,7 +89,7 @@ class InlineRuns:
         """One call of ``size`` ran alone for ``seconds`` (on the loop when ``inline``)."""
         if inline:
             self._tokens -= seconds
-            self.inline += 1
+            self.runs += 1
         if seconds <= self.max_s:
             self._bound = max(self._bound, size)
         elif size <= self._bound:

@@ -12,7 +12,6 @@ finish on it, new ones get the new one. Old versions stay addressable by
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -23,9 +22,9 @@ import numpy.typing as npt
 
 from hybridinfer.errors import HybridInferError, UnknownModel
 from hybridinfer.models.artifact import file_sha256
-from hybridinfer.models.batcher import MicroBatcher
+from hybridinfer.models.batcher import MicroBatcher, session_batcher
 from hybridinfer.models.catalog import versions as catalog_versions
-from hybridinfer.models.inline import inline_runs
+from hybridinfer.models.inline import DEFAULT_BELOW_US
 from hybridinfer.models.sessioncache import SessionCache
 from hybridinfer.node.history import RequestHistory
 from hybridinfer.node.served import ServedModel, check_inputs
@@ -46,7 +45,7 @@ class ModelRepository:
         max_wait_s: float = 0.0005,
         cache_bytes: int = 1 << 30,
         keep_versions: int = 3,
-        inline_below_us: int = 1000,
+        inline_below_us: int = DEFAULT_BELOW_US,
     ) -> None:
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="node-infer")
         self._threads = threads
@@ -213,19 +212,14 @@ class ModelRepository:
         task.add_done_callback(self._closing.discard)
 
     def _batcher(self, path: Path) -> MicroBatcher:
-        cache = self.cache
-
-        def run(feeds: Mapping[str, npt.NDArray[Any]]) -> dict[str, npt.NDArray[Any]]:
-            return cache.get(path).run(feeds)
-
-        return MicroBatcher(
-            run,
+        return session_batcher(
+            self.cache,
+            path,
             self._pool,
             self.max_batch_size,
             self.max_wait_s,
-            workers=self._threads,
-            inline=inline_runs(self.inline_below_us),  # a quick lone call: no hand-off
-            ready=functools.partial(cache.holds, path),
+            self._threads,
+            self.inline_below_us,
         )
 
     # -- inference ----------------------------------------------------------------------
