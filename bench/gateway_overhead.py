@@ -20,8 +20,9 @@ Fixed rates (10, 30, 100, 300, 1,000 RPS) run every path back to back at each ra
 noise falls on all alike (a path that failed a rate is not run at the higher ones); then each
 one's highest burst rate (3 s runs, < 1 % errors and p99 < 1 s) is searched in interleaved
 rounds, and from it the highest *sustained* rate: the same rule over
-a 30 s hold after 5 s of warm-up, a fifth lower per failed hold. Added latency = gateway -
-direct at the same percentile.
+a 30 s hold after 5 s of warm-up, a fifth lower per failed hold until one holds, then
+bisecting towards the lowest failed rate until the two are within a tenth. Added latency =
+gateway - direct at the same percentile.
 
     python -m bench.gateway_overhead [--workers 2] [--no-litellm] [--hold S] [--duration S]
 
@@ -44,7 +45,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from bench.harness import REPO, free_port, write_result
 from bench.litellm_proxy import ensure_installed, litellm_proxy
@@ -149,13 +150,14 @@ class RateSearch:
             return None
         return float(round((self.passed + self.failed) / 2))
 
-    def record(self, rate: float, result: dict[str, Any]) -> None:
+    def record(self, rate: float, result: dict[str, Any]) -> bool:
         ok = sustains(result)
         self.steps.append({"rate": rate, "sustained": ok, **_brief(result)})
         if ok:
             self.passed = max(self.passed, rate)
         else:
             self.failed = rate if self.failed is None else min(self.failed, rate)
+        return ok
 
 
 def _brief(result: dict[str, Any]) -> dict[str, Any]:
@@ -217,11 +219,22 @@ def fixed_rates(targets: list[Target], duration_s: float) -> list[dict[str, Any]
     return rows
 
 
-def search_burst(targets: list[Target], duration_s: float) -> dict[str, Any]:
-    """Each target's highest rate over short runs, searched in rounds that interleave the
-    targets: a burst figure (a few seconds of queueing fit in p99 < 1 s), the start of the
-    sustained holds, never reported as sustained."""
-    searches = {target.name: RateSearch(start=10, ceiling=12_800) for target in targets}
+class Search(Protocol):
+    """One target's rate search: the next rate to run (None: done) and its verdict."""
+
+    def next_rate(self) -> float | None: ...
+    def record(self, rate: float, result: dict[str, Any]) -> bool: ...
+
+
+def interleave(
+    targets: list[Target],
+    searches: dict[str, Search],
+    label: str,
+    duration_s: float,
+    warmup_s: float,
+) -> None:
+    """Runs every target's search to its end in rounds, one run per target a round, so
+    machine noise falls on all alike; after a failed run, waits for the target to settle."""
     active = list(targets)
     while active:
         for target in list(active):
@@ -230,17 +243,25 @@ def search_burst(targets: list[Target], duration_s: float) -> dict[str, Any]:
             if rate is None:
                 active.remove(target)
                 continue
-            result = load(target, rate, duration_s, timeout_s=2.0)
-            search.record(rate, result)
+            result = load(target, rate, duration_s, timeout_s=2.0, warmup_s=warmup_s)
+            ok = search.record(rate, result)
             print(
-                f"  search {target.name:<12} {rate:>6.0f} RPS: "
-                f"{'sustained' if search.steps[-1]['sustained'] else 'not sustained'} "
+                f"  {label} {target.name:<12} {rate:>6.0f} RPS over {duration_s:.0f} s: "
+                f"{'sustained' if ok else 'not sustained'} "
                 f"(p99 {result['latency_ms'].get('p99', 'n/a')} ms, "
                 f"errors {result['error_rate']:.2%})",
                 flush=True,
             )
-            if not search.steps[-1]["sustained"]:
+            if not ok:
                 settle(target)
+
+
+def search_burst(targets: list[Target], duration_s: float) -> dict[str, Any]:
+    """Each target's highest rate over short runs, searched in rounds that interleave the
+    targets: a burst figure (a few seconds of queueing fit in p99 < 1 s), the start of the
+    sustained holds, never reported as sustained."""
+    searches = {target.name: RateSearch(start=10, ceiling=12_800) for target in targets}
+    interleave(targets, dict(searches), "search", duration_s, warmup_s=1.0)
     return {
         name: {
             "burst_rps": search.passed,
@@ -253,43 +274,70 @@ def search_burst(targets: list[Target], duration_s: float) -> dict[str, Any]:
 
 HOLD_S = 30.0
 HOLD_WARMUP_S = 5.0
-HOLD_ATTEMPTS = 3
+HOLD_ATTEMPTS = 5
 HOLD_STEP_DOWN = 0.8
+HOLD_RESOLUTION = 1.1
+"""The holds stop once the lowest failed rate is within this factor of the highest held one."""
+
+
+@dataclass(slots=True)
+class HoldSearch:
+    """One target's holds: from its burst rate down by a fifth per failed hold until one
+    holds, then halving the gap between the highest held rate and the lowest failed one (the
+    burst search's first failure counts as failed) until they are within ``HOLD_RESOLUTION``
+    of each other, at most ``HOLD_ATTEMPTS`` holds. Stepping down alone would claim 768 where
+    the gateway fails 960: a figure up to a fifth low, whatever the gateway holds between."""
+
+    start: float
+    hold_s: float
+    burst_failed: float | None = None
+    attempts: int = HOLD_ATTEMPTS
+    passed: float = 0.0
+    failed: float | None = None
+    steps: list[dict[str, Any]] = field(default_factory=list)
+
+    def next_rate(self) -> float | None:
+        if len(self.steps) >= self.attempts:
+            return None
+        if not self.steps:
+            rate = float(round(self.start))
+        elif not self.passed:
+            assert self.failed is not None  # every hold so far failed
+            rate = float(round(self.failed * HOLD_STEP_DOWN))
+        else:
+            bound = self.failed if self.failed is not None else self.burst_failed
+            if bound is None or bound <= self.passed * HOLD_RESOLUTION:
+                return None
+            rate = float(round((self.passed + bound) / 2))
+        return rate if rate >= 1 else None
+
+    def record(self, rate: float, result: dict[str, Any]) -> bool:
+        ok = sustains(result)
+        self.steps.append({"rate": rate, "sustained": ok, "held_s": self.hold_s, **_brief(result)})
+        if ok:
+            self.passed = max(self.passed, rate)
+        else:
+            self.failed = rate if self.failed is None else min(self.failed, rate)
+        return ok
+
+    def summary(self) -> dict[str, Any]:
+        """The highest rate held and the lowest one that failed (None: none failed)."""
+        return {"sustained_rps": self.passed, "first_failed_rps": self.failed, "steps": self.steps}
 
 
 def hold_sustained(targets: list[Target], burst: dict[str, Any], hold_s: float) -> dict[str, Any]:
-    """Each target's highest rate held ``hold_s`` after a warm-up: from its burst rate down
-    by a fifth per failed hold, at most ``HOLD_ATTEMPTS`` holds, interleaving the targets."""
-    rates = {target.name: float(burst[target.name]["burst_rps"]) for target in targets}
-    held: dict[str, dict[str, Any]] = {
-        target.name: {"sustained_rps": 0.0, "first_failed_rps": None, "steps": []}
+    """Each target's highest rate held ``hold_s`` after a warm-up (``HoldSearch``), the
+    targets interleaved hold by hold."""
+    searches = {
+        target.name: HoldSearch(
+            float(burst[target.name]["burst_rps"]),
+            hold_s,
+            burst[target.name].get("first_failed_rps"),
+        )
         for target in targets
     }
-    for _ in range(HOLD_ATTEMPTS):
-        for target in targets:
-            record = held[target.name]
-            rate = float(round(rates[target.name]))
-            if record["sustained_rps"] or rate < 1:
-                continue
-            result = load(target, rate, hold_s, timeout_s=2.0, warmup_s=HOLD_WARMUP_S)
-            ok = sustains(result)
-            record["steps"].append(
-                {"rate": rate, "sustained": ok, "held_s": hold_s, **_brief(result)}
-            )
-            print(
-                f"  hold {target.name:<12} {rate:>6.0f} RPS for {hold_s:.0f} s: "
-                f"{'sustained' if ok else 'not sustained'} "
-                f"(p99 {result['latency_ms'].get('p99', 'n/a')} ms, "
-                f"errors {result['error_rate']:.2%})",
-                flush=True,
-            )
-            if ok:
-                record["sustained_rps"] = rate
-            else:
-                record["first_failed_rps"] = record["first_failed_rps"] or rate
-                rates[target.name] = rate * HOLD_STEP_DOWN
-                settle(target)
-    return held
+    interleave(targets, dict(searches), "hold", hold_s, warmup_s=HOLD_WARMUP_S)
+    return {name: search.summary() for name, search in searches.items()}
 
 
 GOODPUT_FACTOR = 2.0

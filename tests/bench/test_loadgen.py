@@ -83,8 +83,9 @@ def test_the_rate_search_doubles_then_bisects() -> None:
 
 
 def test_a_sustained_rate_is_one_held_for_the_whole_hold(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Holds start at the burst rate and step down; only a held rate counts as sustained."""
-    capacity = 100.0
+    """Holds start at the burst rate, step down, then bisect; only a held rate counts as
+    sustained."""
+    capacity = 105.0
     runs: list[tuple[float, float, float]] = []
 
     def fake_load(
@@ -103,12 +104,36 @@ def test_a_sustained_rate_is_one_held_for_the_whole_hold(monkeypatch: pytest.Mon
     monkeypatch.setattr(gateway_overhead, "settle", lambda target: None)
     targets = [Target("gateway", "http://127.0.0.1:1")]
     held = hold_sustained(targets, {"gateway": {"burst_rps": 150.0}}, hold_s=30.0)
-    assert [rate for rate, _, _ in runs] == [150.0, 120.0, 96.0]
+    # Down by a fifth until a hold passes (96), then halving the gap to the lowest failure
+    # (120 -> 108 failed -> 102 held), five holds in all.
+    assert [rate for rate, _, _ in runs] == [150.0, 120.0, 96.0, 108.0, 102.0]
     assert all(duration == 30.0 and warmup >= 5.0 for _, duration, warmup in runs)
-    assert held["gateway"]["sustained_rps"] == 96.0
-    assert held["gateway"]["first_failed_rps"] == 150.0
+    assert held["gateway"]["sustained_rps"] == 102.0
+    assert held["gateway"]["first_failed_rps"] == 108.0
+    assert [step["sustained"] for step in held["gateway"]["steps"]] == [
+        False,
+        False,
+        True,
+        False,
+        True,
+    ]
+    runs.clear()
+    # The burst search's first failure bounds the holds: 100 held, 104 failed a burst, and
+    # 104 is within a tenth of 100, so one hold settles it.
+    once = hold_sustained(
+        targets, {"gateway": {"burst_rps": 100.0, "first_failed_rps": 104.0}}, hold_s=30.0
+    )
+    assert [rate for rate, _, _ in runs] == [100.0]
+    assert once["gateway"]["sustained_rps"] == 100.0
+    runs.clear()
+    # Held at the burst rate with the burst's failure a fifth above: bisected up to it.
+    up = hold_sustained(
+        targets, {"gateway": {"burst_rps": 80.0, "first_failed_rps": 120.0}}, hold_s=30.0
+    )
+    assert [rate for rate, _, _ in runs] == [80.0, 100.0, 110.0]  # 110 is within a tenth
+    assert up["gateway"]["sustained_rps"] == 100.0
     never = hold_sustained(targets, {"gateway": {"burst_rps": 400.0}}, hold_s=30.0)
-    assert never["gateway"]["sustained_rps"] == 0.0  # three failed holds: nothing is claimed
+    assert never["gateway"]["sustained_rps"] == 0.0  # five failed holds: nothing is claimed
 
 
 def test_a_varied_body_is_unique_per_request_and_keeps_its_length() -> None:
