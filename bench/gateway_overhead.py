@@ -5,9 +5,10 @@ three ways by the same open-loop load generator (``bench/loadgen.py``, its own p
 
   direct      — POST /v1/chat/completions on the upstream itself;
   hybridinfer — ``hybridinfer gateway --config``: one static `openai` node on the upstream,
-                the model pinned by name, API key checked, traces and metrics recorded as usual;
+                the model pinned by name, API key checked, traces, metrics and the JSON access
+                log (into the gateway's log file) as a default gateway writes them;
   litellm     — LiteLLM's proxy 1.108.7, one worker, one model_list entry on the upstream,
-                master key set, no database, no callbacks;
+                master key set, no database, no callbacks, logging at ERROR;
   hybridinfer-2w — with ``--workers 2``: the same gateway as two worker processes on one
                 port (SO_REUSEPORT), on Redis and a fresh PostgreSQL database as workers
                 require (``HYBRIDINFER_BENCH_POSTGRES``, ``HYBRIDINFER_BENCH_REDIS``);
@@ -74,7 +75,6 @@ port: {port}
 data_dir: {data_dir}
 local_models: []
 rate_limit_per_minute: 1000000000
-log_level: warning
 answer_cache: "off"  # one repeated body: reuse would measure the cache, not the path
 static_nodes:
   - id: bench-upstream

@@ -64,7 +64,8 @@ def free_port() -> int:
 def gateway_process(
     data_dir: Path, key: str, models_dir: Path, extra_env: dict[str, str] | None = None
 ) -> Iterator[int]:
-    """`hybridinfer up` on a free port pair; yields the gateway port once it is ready."""
+    """`hybridinfer up` on a free port pair, logging as by default (an access line a request,
+    into /dev/null); yields the gateway port once it is ready."""
     import urllib.request
 
     port = free_port()
@@ -72,7 +73,6 @@ def gateway_process(
         **os.environ,
         "HYBRIDINFER_BOOTSTRAP_KEY": key,
         "HYBRIDINFER_MODELS_DIR": str(models_dir),
-        "HYBRIDINFER_LOG_LEVEL": "warning",
         # The benches repeat the same bodies to time the path: reused answers would time the
         # answer cache instead (bench/answercache.py measures that).
         "HYBRIDINFER_ANSWER_CACHE": "off",

@@ -175,9 +175,10 @@ def gateway_section(result: dict[str, Any]) -> Lines:
         "Setup: one minimal OpenAI-style upstream (`bench/upstream.py`: a bare asyncio server "
         "answering every chat completion with the same tiny reply) called directly, through "
         "`hybridinfer gateway --config` (one static `openai` node on it, model pinned, API key "
-        "checked, traces and metrics on) and through LiteLLM's proxy "
-        f"{result.get('litellm_version') or '(not run)'} (one worker, one `model_list` entry "
-        "on the upstream, master key, no database, no callbacks). The same open-loop generator "
+        "checked, traces, metrics and the JSON access log on, as a default gateway runs) and "
+        f"through LiteLLM's proxy {result.get('litellm_version') or '(not run)'} (one worker, "
+        "one `model_list` entry on the upstream, master key, no database, no callbacks, "
+        "logging at ERROR). The same open-loop generator "
         "(`bench/loadgen.py`, its own process) drives them all; latency counts from each "
         "request's *scheduled* send time. At each rate every path runs back to back, so machine "
         "noise falls on all alike (a path that failed a rate is not run at the higher ones); "
@@ -364,7 +365,7 @@ def local_section(result: dict[str, Any]) -> Lines:
     return [
         f"`POST /v1/infer` sentiment on the in-process local tier vs the same onnxruntime "
         f"session called directly, interleaved, {result['rounds']} rounds over one kept-alive "
-        "connection:",
+        "connection (the gateway's access log on, as by default):",
         "",
         *table(
             ["", "p50", "p99"],
@@ -439,7 +440,8 @@ def _chat_lines(chat: dict[str, Any] | None) -> Lines:
         "`POST /v1/chat/completions`, a short prompt to the pinned model, through a "
         "`hybridinfer gateway` process whose one node is the instant upstream, against the "
         f"upstream called directly, interleaved, {chat['rounds']} rounds, one request at a time "
-        "over kept-alive connections (the privacy scan included; nothing else loads the gateway):",
+        "over kept-alive connections (the privacy scan and the access log included; nothing else "
+        "loads the gateway):",
         "",
         *table(["", "p50", "p99"], rows),
         f"Target: added p50 ≤ {chat['target_p50_ms']} ms unloaded: "
