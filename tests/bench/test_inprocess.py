@@ -11,6 +11,7 @@ from bench.inprocess import started_plane
 
 @pytest.mark.integration
 async def test_its_models_are_loaded_and_its_start_up_heap_frozen(tmp_path: Path) -> None:
+    threshold = gc.get_threshold()
     gc.unfreeze()
     try:
         async with started_plane(tmp_path) as plane:
@@ -18,3 +19,4 @@ async def test_its_models_are_loaded_and_its_start_up_heap_frozen(tmp_path: Path
             assert gc.get_freeze_count() > 10_000  # the plane's modules and models
     finally:
         gc.unfreeze()
+        gc.set_threshold(*threshold)

@@ -206,15 +206,29 @@ def client_certificate(scope: Any) -> str | None:
     return str(name) if name else None
 
 
+YOUNG_COLLECTION_THRESHOLD = 10_000
+"""Container objects made (less those freed) between two collections of the youngest
+generation; Python's default is 700."""
+
+
 def freeze_startup_heap() -> None:
     """Put every object alive once a server has started (modules, models, the app) out of the
-    cyclic garbage collector's reach.
+    cyclic garbage collector's reach, and collect the young generation less often.
 
     A full collection in a started gateway walks about 130,000 such objects, 75 ms on this
     machine, a pause that lands on every request in flight; after the freeze only objects made
     since are walked. Start-up objects are not garbage, so nothing is lost by not walking them.
+
+    At Python's default threshold (700) the requests in flight alone hold enough new objects
+    to cross it again and again: at 700 pinned chats a second, 166-397 young collections, 15-36
+    middle ones and 1-3 full ones every 15 s, 10-34 µs of collector time a request (a full one
+    10-25 ms, a stall of the loop). At ``YOUNG_COLLECTION_THRESHOLD``, 4-6 young collections
+    and none older in the same runs, 1-4 µs a request. The garbage a request leaves in cycles
+    waits a little longer to be freed; a few thousand objects at most.
+
     For server processes only (``hybridinfer gateway``, ``up``, ``node``), not for a gateway
     embedded in another program, whose heap is not ours to freeze.
     """
     gc.collect()
     gc.freeze()
+    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *gc.get_threshold()[1:])
