@@ -49,7 +49,7 @@ SECTIONS = (
         "Gateway overhead vs LiteLLM (open-loop load)",
         ("-m", "bench.gateway_overhead", "--workers", "2"),  # one process and two, side by side
         "gateway_overhead.json",
-        2100,  # the sustained holds: 30 s each, up to three per path
+        2400,  # the sustained holds: 30 s each, up to five per path
     ),
     Section(
         "profile_gateway",
