@@ -7,7 +7,9 @@ pinned chat at a fixed rate (``bench/loadgen.py``, 20 s each after 1 s of warm-u
 client's p50/p99, and, from the gateway's own histograms, how often the loop ran a timer
 late by more than 5 / 20 / 50 ms and how long its garbage collections took, by generation.
 A stall at or over the probe's ``loop_stall_ms`` is logged by the gateway; their count per
-run is reported too.
+run is reported too. A second gateway with the youngest generation collected at Python's own
+threshold (``gc_young_threshold`` 700) runs beside it, the two alternating run by run, so the
+collector setting's effect is read in one run.
 
     python -m bench.loop_stalls [--rate 300] [--runs 5] [--duration 20] [--label before]
 """
@@ -26,9 +28,11 @@ from typing import Any
 from bench.gateway_overhead import KEY, Target
 from bench.harness import free_port, write_result
 from bench.processes import upstream_process
-from bench.profile_gateway import PATHS, _load_path, gateway
+from bench.profile_gateway import PATHS, RequestPath, _load_path, gateway
 
 LAG_BUCKETS = ("0.005", "0.02", "0.05")
+GATEWAYS = {"served": {}, "python-gc-threshold": {"HYBRIDINFER_GC_YOUNG_THRESHOLD": "700"}}
+"""The gateway as configured by default, and the same with Python's own young threshold."""
 
 
 def histograms(url: str) -> dict[str, dict[str, float]]:
@@ -85,6 +89,17 @@ def delta(
     return {"lag_probes": int(probes), "late_probes": late, "collections": collections}
 
 
+def one_run(
+    target: Target, log: Path, path: RequestPath, rate: float, duration_s: float
+) -> dict[str, Any]:
+    """One open-loop run: the client's figures and what the gateway's histograms and log saw."""
+    before, stalls_before = histograms(target.url), log.read_text().count("stalled")
+    result = _load_path(target, path, rate, duration_s)
+    figures = delta(histograms(target.url), before)
+    figures["stalls_logged"] = log.read_text().count("stalled") - stalls_before
+    return {"latency_ms": result["latency_ms"], "error_rate": result["error_rate"], **figures}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=float, default=300.0)
@@ -96,27 +111,27 @@ def main() -> None:
     os.environ["HYBRIDINFER_LOOP_LAG_INTERVAL_MS"] = str(args.probe_ms)
     os.environ["HYBRIDINFER_LOOP_STALL_MS"] = "20"
     path = PATHS[0]  # the pinned chat
-    runs = []
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in GATEWAYS}
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         upstream = stack.enter_context(upstream_process(free_port()))
-        url, _pid = stack.enter_context(gateway(Path(tmp), upstream))
-        target = Target(path.name, url, [f"Authorization: Bearer {KEY}"])
+        served = {}
+        for name, env in GATEWAYS.items():
+            work = Path(tmp) / name
+            work.mkdir()
+            url, _pid = stack.enter_context(gateway(work, upstream, env))
+            served[name] = (url, work / "gateway.log")
         time.sleep(3.0)
-        log = Path(tmp) / "gateway.log"
         for index in range(args.runs):
-            before, stalls_before = histograms(url), log.read_text().count("stalled")
-            result = _load_path(target, path, args.rate, args.duration)
-            figures = delta(histograms(url), before)
-            figures["stalls_logged"] = log.read_text().count("stalled") - stalls_before
-            run = {"run": index + 1, "latency_ms": result["latency_ms"],
-                   "error_rate": result["error_rate"], **figures}  # fmt: skip
-            runs.append(run)
-            print(
-                f"run {index + 1}: p50 {result['latency_ms'].get('p50')} ms, "
-                f"p99 {result['latency_ms'].get('p99')} ms, errors {result['error_rate']:.2%}, "
-                f"late probes {figures['late_probes']}, collections {figures['collections']}",
-                flush=True,
-            )
+            for name, (url, log) in served.items():
+                target = Target(path.name, url, [f"Authorization: Bearer {KEY}"])
+                run = one_run(target, log, path, args.rate, args.duration)
+                runs[name].append({"run": index + 1, **run})
+                print(
+                    f"{name} run {index + 1}: p50 {run['latency_ms'].get('p50')} ms, "
+                    f"p99 {run['latency_ms'].get('p99')} ms, errors {run['error_rate']:.2%}, "
+                    f"late probes {run['late_probes']}, collections {run['collections']}",
+                    flush=True,
+                )
     name = "loop_stalls" + (f"_{args.label}" if args.label else "")
     written = write_result(
         name,
@@ -126,7 +141,9 @@ def main() -> None:
             "load_average": os.getloadavg(),
             "rate": args.rate,
             "probe_ms": args.probe_ms,
-            "runs": runs,
+            "gateways": dict(GATEWAYS),
+            "runs": runs["served"],
+            "runs_by_gateway": runs,
         },
     )
     print(f"wrote {written}")

@@ -178,7 +178,9 @@ def children_cpu_seconds(pid: int) -> float:
 
 
 @contextmanager
-def gateway(work: Path, upstream: str) -> Iterator[tuple[str, int]]:
+def gateway(
+    work: Path, upstream: str, extra_env: dict[str, str] | None = None
+) -> Iterator[tuple[str, int]]:
     port = free_port()
     config = work / "hybridinfer.yaml"
     text = GATEWAY_CONFIG.format(port=port, data_dir=work / "data", upstream=upstream, model=MODEL)
@@ -187,7 +189,7 @@ def gateway(work: Path, upstream: str) -> Iterator[tuple[str, int]]:
     config.write_text(
         text.replace("local_models: []", f"local_models: [sentiment-small]\nmodels_dir: {models}")
     )
-    env = {**os.environ, "HYBRIDINFER_BOOTSTRAP_KEY": KEY}
+    env = {**os.environ, "HYBRIDINFER_BOOTSTRAP_KEY": KEY, **(extra_env or {})}
     command = [sys.executable, "-m", "hybridinfer", "gateway", "--config", str(config)]
     url = f"http://127.0.0.1:{port}"
     with (work / "gateway.log").open("w") as log:

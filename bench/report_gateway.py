@@ -536,27 +536,48 @@ def profile_section(result: dict[str, Any]) -> Lines:
 
 
 def stalls_section(result: dict[str, Any]) -> Lines:
-    """The tail of each steady run beside what held the loop (``bench/loop_stalls.py``)."""
+    """The tail of each steady run beside what held the loop (``bench/loop_stalls.py``), for
+    each gateway it ran (the served one and, in newer records, one at Python's collector
+    threshold)."""
+    by_gateway = result.get("runs_by_gateway") or {"served": result["runs"]}
     rows = []
-    for run in result["runs"]:
-        latency = run["latency_ms"]
-        full = run["collections"].get("2", {"count": 0, "total_ms": 0.0})
-        rows.append(
-            [
-                str(run["run"]),
-                ms(latency.get("p50")),
-                ms(latency.get("p99")),
-                str(run["late_probes"]["over_20ms"]),
-                str(run["late_probes"]["over_50ms"]),
-                f"{full['count']} ({full['total_ms']:.0f} ms)",
-            ]
-        )
-    headers = ["run", "p50", "p99", "probes > 20 ms late", "> 50 ms", "full collections"]
+    for name, runs in by_gateway.items():
+        for run in runs:
+            latency = run["latency_ms"]
+            collections = run["collections"].values()
+            full = run["collections"].get("2", {"count": 0, "total_ms": 0.0})
+            rows.append(
+                [
+                    name,
+                    str(run["run"]),
+                    ms(latency.get("p50")),
+                    ms(latency.get("p99")),
+                    str(run["late_probes"]["over_20ms"]),
+                    str(run["late_probes"]["over_50ms"]),
+                    f"{sum(c['count'] for c in collections)} "
+                    f"({sum(c['total_ms'] for c in collections):.0f} ms)",
+                    f"{full['count']} ({full['total_ms']:.0f} ms)",
+                ]
+            )
+    headers = ["gateway", "run", "p50", "p99", "probes > 20 ms late", "> 50 ms"]
+    headers += ["collections", "full collections"]
+    gateways = result.get("gateways", {})
+    note = (
+        [
+            "`python-gc-threshold` is the same gateway with its youngest generation collected "
+            "at Python's own threshold (`gc_young_threshold` 700; the served default is "
+            "10,000); the two alternate run by run.",
+            "",
+        ]
+        if "python-gc-threshold" in gateways
+        else []
+    )
     return [
         f"{len(rows)} open-loop runs at {result['rate']:.0f} RPS (pinned chat), the gateway's "
         f"loop lag probe every {result['probe_ms']:.0f} ms; load average "
         f"{result['load_average'][0]:.1f}.",
         "",
+        *note,
         *table(headers, rows),
         "",
     ]

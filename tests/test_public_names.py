@@ -39,7 +39,7 @@ SETTINGS = {
     "attempt_timeout_factor", "attempt_timeout_floor_ms", "attempt_timeout_ms", "body_timeout_s",
     "bootstrap_key", "bootstrap_key_file", "breaker_failures", "breaker_max_open_s",
     "breaker_open_s", "cache", "cache_prefix", "cloud_cost_per_call", "cloud_models",
-    "cloud_port", "data_dir", "header_timeout_s", "heartbeat_interval_s",
+    "cloud_port", "data_dir", "gc_young_threshold", "header_timeout_s", "heartbeat_interval_s",
     "hedge_below_latency_ms", "hedge_delay_ms", "host", "inference_threads", "inline_below_us",
     "keep_model_versions", "key_rotation_grace_s", "listen_backlog", "llm", "llm_context_tokens",
     "llm_local_max_input", "llm_threads", "local_cpu_alpha", "local_cpu_in_flight",

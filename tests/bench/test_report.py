@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from bench.plots import draw_all
 from bench.report import context, header, render
+from bench.report_gateway import stalls_section
 
 from bench import run_all
 
@@ -558,3 +559,31 @@ def test_node_throughput_shows_where_a_lone_call_ran(tmp_path: Path) -> None:
     assert "| 8 | 1 | on a thread | 900 |" in "\n".join(throughput_section(older))
     throughput_figure(result, tmp_path / "throughput.png")
     assert (tmp_path / "throughput.png").stat().st_size > 0
+
+
+def test_the_stalls_table_has_a_row_per_gateway_and_run() -> None:
+    def run(index: int, full: int) -> dict[str, Any]:
+        return {
+            "run": index,
+            "latency_ms": {"p50": 1.0, "p99": 5.0},
+            "late_probes": {"over_20ms": 0, "over_50ms": 0},
+            "collections": {
+                "0": {"count": 4, "total_ms": 2.0},
+                "2": {"count": full, "total_ms": 20.0 * full},
+            },
+        }
+
+    result = {
+        "rate": 300.0,
+        "probe_ms": 10.0,
+        "load_average": [0.5, 0.5, 0.5],
+        "gateways": {"served": {}, "python-gc-threshold": {"X": "700"}},
+        "runs": [run(1, 0)],
+        "runs_by_gateway": {"served": [run(1, 0)], "python-gc-threshold": [run(1, 2)]},
+    }
+    text = "\n".join(stalls_section(result))
+    assert "| served | 1 | 1.00 ms | 5.00 ms | 0 | 0 | 4 (2 ms) | 0 (0 ms) |" in text
+    assert "| python-gc-threshold | 1 | 1.00 ms | 5.00 ms | 0 | 0 | 6 (42 ms) | 2 (40 ms) |" in text
+    assert "Python's own threshold" in text
+    older = {k: v for k, v in result.items() if k not in ("runs_by_gateway", "gateways")}
+    assert "| served | 1 |" in "\n".join(stalls_section(older))  # a record from before

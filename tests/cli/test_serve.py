@@ -58,16 +58,18 @@ async def test_the_heap_is_frozen_again_once_the_background_models_have_loaded(
     from hybridinfer.cli import serve
 
     still = ["the name model", "the name model", None]
-    freezes: list[int] = []
+    freezes: list[tuple[int, int]] = []
 
     class Loading:
         def loading(self) -> str | None:
             return still.pop(0) if len(still) > 1 else still[0]
 
     monkeypatch.setattr(serve, "LOADED_POLL_S", 0.01)
-    monkeypatch.setattr(serve, "freeze_startup_heap", lambda: freezes.append(len(still)))
-    await serve._freeze_once_loaded(Loading())  # type: ignore[arg-type]
-    assert freezes == [1]  # once, after loading said it was done
+    monkeypatch.setattr(
+        serve, "freeze_startup_heap", lambda threshold: freezes.append((len(still), threshold))
+    )
+    await serve._freeze_once_loaded(Loading(), 5000)  # type: ignore[arg-type]
+    assert freezes == [(1, 5000)]  # once, after loading said it was done, at the setting
 
 
 async def _answer(scope: dict[str, Any], receive: Any, send: Any) -> None:

@@ -86,8 +86,10 @@ async def serve_gateway(
         while not server.started and not serving.done():  # noqa: ASYNC110
             await asyncio.sleep(0.02)
         if server.started:
-            freeze_startup_heap()
-            frozen = asyncio.create_task(_freeze_once_loaded(plane), name="freeze-loaded-heap")
+            freeze_startup_heap(settings.gc_young_threshold)
+            frozen = asyncio.create_task(
+                _freeze_once_loaded(plane, settings.gc_young_threshold), name="freeze-loaded-heap"
+            )
             if cloud_node is not None:
                 env = {**os.environ, "HYBRIDINFER_NODE_TOKEN": _secret(settings.node_token)}
                 child = Supervised("cloud node", cloud_node, env)
@@ -102,14 +104,14 @@ async def serve_gateway(
             await child.stop()
 
 
-async def _freeze_once_loaded(plane: ControlPlane) -> None:
+async def _freeze_once_loaded(plane: ControlPlane, young_threshold: int) -> None:
     """Freeze the heap again once the name and difficulty models have loaded (they load in
     the background after the server starts). Left to the collector, their objects made every
     full collection under load a pause of about 180 ms, a stall every 20 s or so at 300 RPS
     (``bench/loop_stalls.py``)."""
     while plane.loading() is not None:  # noqa: ASYNC110 -- loading is a flag, polled briefly
         await asyncio.sleep(LOADED_POLL_S)
-    freeze_startup_heap()
+    freeze_startup_heap(young_threshold)
 
 
 async def _report_start(

@@ -178,6 +178,13 @@ class Settings(
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         "info", description="Least severe log level written (access lines are `info`)."
     )
+    gc_young_threshold: int = Field(
+        10_000,
+        ge=1,
+        description="New container objects (less those freed) between two collections of the "
+        "youngest generation once the gateway has started (Python's default is 700, which the "
+        "requests in flight cross again and again under load).",
+    )
     log_format: Literal["json", "text"] = Field(
         "json",
         description="Log lines as one JSON object each (with request_id and trace_id), or text.",
