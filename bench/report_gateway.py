@@ -573,8 +573,8 @@ def stalls_section(result: dict[str, Any]) -> Lines:
         else []
     )
     return [
-        f"{len(rows)} open-loop runs at {result['rate']:.0f} RPS (pinned chat), the gateway's "
-        f"loop lag probe every {result['probe_ms']:.0f} ms; load average "
+        f"{len(result['runs'])} open-loop runs at {result['rate']:.0f} RPS (pinned chat) on "
+        f"each gateway, its loop lag probe every {result['probe_ms']:.0f} ms; load average "
         f"{result['load_average'][0]:.1f}.",
         "",
         *note,
