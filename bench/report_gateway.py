@@ -493,7 +493,7 @@ def metrics_section(result: dict[str, Any]) -> Lines:
         f"{result['export_us_per_exported_request']:.0f} µs off the request path "
         f"({result['export_share_at_ratio_1']:.0%} of what the pipeline adds if every request "
         f"were exported), a JSON access line "
-        f"{alone['json_log_line_us']:.1f} µs; one scrape "
+        f"{alone['json_log_line_us']:.1f} µs; a scrape (median of {result.get('scrapes', 1)}) "
         f"{ms(result['scrape_ms'])} ({result['scrape_bytes']} bytes). At the default sample "
         f"ratio {result['default_sample_ratio']}: "
         f"metrics + tracing {result['metrics_tracing_us_per_request']:.0f} ± "
