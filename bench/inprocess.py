@@ -18,9 +18,9 @@ from pydantic import SecretStr
 
 from bench.harness import REPO
 from hybridinfer.control.plane import ControlPlane
+from hybridinfer.core.heap import freeze_startup_heap
 from hybridinfer.modelzoo import build_models
 from hybridinfer.observe.logs import configure_logging
-from hybridinfer.server.serving import freeze_startup_heap
 from hybridinfer.settings import Settings
 
 KEY = "bench-admin-key-0123456789"

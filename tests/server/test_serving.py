@@ -1,10 +1,8 @@
 """Slow clients on real sockets: headers or a body dribbled a byte at a time are cut off with
-408 within the timeout, while the server keeps answering everyone else; and the collector a
-server process runs with."""
+408 within the timeout, while the server keeps answering everyone else."""
 
 from __future__ import annotations
 
-import gc
 import json
 import socket
 import subprocess
@@ -16,11 +14,7 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
-from hybridinfer.server.serving import (
-    YOUNG_COLLECTION_THRESHOLD,
-    freeze_startup_heap,
-    server_config,
-)
+from hybridinfer.server.serving import server_config
 from hybridinfer.settings import Settings
 from tests.conftest import ADMIN_KEY
 from tests.gatewayserver import running_gateway
@@ -166,16 +160,3 @@ def test_uvicorn_rewrites_no_forwarded_headers() -> None:
     """Nothing reads the client address or scheme, so no request pays for the rewrite."""
     assert server_config(object(), "127.0.0.1", 8080).proxy_headers is False
     assert server_config(object(), "127.0.0.1", 8080, proxy_headers=True).proxy_headers is True
-
-
-def test_a_server_freezes_its_start_up_heap_and_collects_young_objects_less_often() -> None:
-    before = gc.get_threshold()
-    gc.unfreeze()
-    try:
-        freeze_startup_heap()
-        assert gc.get_freeze_count() > 1000  # this process's modules, at least
-        assert gc.get_threshold() == (YOUNG_COLLECTION_THRESHOLD, *before[1:])
-        assert before[0] < YOUNG_COLLECTION_THRESHOLD
-    finally:
-        gc.unfreeze()
-        gc.set_threshold(*before)

@@ -14,6 +14,7 @@ import psutil
 import uvicorn
 
 from hybridinfer.cli.output import cli_errors, configure_logging, run_async
+from hybridinfer.core.heap import freeze_startup_heap
 from hybridinfer.core.schemas import Heartbeat, NodeRegistration
 from hybridinfer.errors import ConfigError
 from hybridinfer.models.catalog import deployment_info
@@ -25,7 +26,7 @@ from hybridinfer.node.history import RequestHistory
 from hybridinfer.node.loader import ModelLoader
 from hybridinfer.node.puller import ModelPuller
 from hybridinfer.node.repository import ModelRepository
-from hybridinfer.server.serving import freeze_startup_heap, server_config
+from hybridinfer.server.serving import server_config
 from hybridinfer.server.tls import client_context
 from hybridinfer.settings import NodeSettings
 from hybridinfer.yamlfile import load_with_lines

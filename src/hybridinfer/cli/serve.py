@@ -27,11 +27,12 @@ from hybridinfer.cli.output import (
 )
 from hybridinfer.control.localtier import EMBEDDING_MODEL
 from hybridinfer.control.plane import ControlPlane
+from hybridinfer.core.heap import freeze_startup_heap
 from hybridinfer.gateway.app import create_app
 from hybridinfer.models.catalog import versions
 from hybridinfer.observe.workers import exposition_directory, socket_path
 from hybridinfer.server.llmserver import default_specs, llm_extra_installed, start_servers
-from hybridinfer.server.serving import freeze_startup_heap, gateway_server_config
+from hybridinfer.server.serving import gateway_server_config
 from hybridinfer.server.supervisor import Supervised
 from hybridinfer.server.workers import (
     WorkerHeader,

@@ -14,7 +14,6 @@ the gateway: ``hybridinfer_model_cache_disk_used_ratio{node}``.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Protocol
 
@@ -22,6 +21,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from hybridinfer.core.heap import FROZEN
 from hybridinfer.core.topology import Node
 from hybridinfer.core.trace import STAGES, Trace
 from hybridinfer.signals.budget import BudgetState
@@ -222,8 +222,8 @@ class PlaneCollector(Collector):
         yield GaugeMetricFamily(
             "hybridinfer_gc_frozen_objects",
             "Objects the garbage collector no longer walks: the start-up heap of a server "
-            "process (serving.freeze_startup_heap).",
-            gc.get_freeze_count(),
+            "process (core/heap.py), counted when it was frozen.",
+            FROZEN.objects,
         )
         yield GaugeMetricFamily(
             "hybridinfer_task_queue_depth",

@@ -14,7 +14,6 @@ With TLS, the protocol also puts the verified client certificate's subject in th
 from __future__ import annotations
 
 import asyncio
-import gc
 from pathlib import Path
 from typing import Any
 
@@ -204,34 +203,3 @@ def client_certificate(scope: Any) -> str | None:
     tls = scope.get("extensions", {}).get("tls") or {}
     name = tls.get("client_cert_name")
     return str(name) if name else None
-
-
-YOUNG_COLLECTION_THRESHOLD = 10_000
-"""Container objects made (less those freed) between two collections of the youngest
-generation (a node's; the gateway's is its setting ``gc_young_threshold``); Python's default
-is 700."""
-
-
-def freeze_startup_heap(young_threshold: int = YOUNG_COLLECTION_THRESHOLD) -> None:
-    """Put every object alive once a server has started (modules, models, the app) out of the
-    cyclic garbage collector's reach, and collect the young generation less often.
-
-    A full collection in a started gateway walks about 130,000 such objects, 75 ms on this
-    machine, a pause that lands on every request in flight; after the freeze only objects made
-    since are walked. Start-up objects are not garbage, so nothing is lost by not walking them.
-
-    At Python's default threshold (700) the requests in flight alone hold enough new objects
-    to cross it again and again: at 700 pinned chats a second, 166-397 young collections, 15-36
-    middle ones and 1-3 full ones every 15 s, 10-34 µs of collector time a request (a full one
-    10-25 ms, a stall of the loop). At ``YOUNG_COLLECTION_THRESHOLD``, 4-6 young collections
-    and none older in the same runs, 1-4 µs a request (three runs each way, alternating, on 2
-    cores). The garbage a request leaves in cycles waits a little longer to be freed: a few
-    thousand objects at most. ``bench/loop_stalls.py`` runs a gateway at each threshold side by
-    side.
-
-    For server processes only (``hybridinfer gateway``, ``up``, ``node``), not for a gateway
-    embedded in another program, whose heap is not ours to freeze.
-    """
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(young_threshold, *gc.get_threshold()[1:])
