@@ -5,6 +5,7 @@ so every body that reaches the cloud can be inspected."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,7 +80,21 @@ def cloud(client: TestClient) -> Iterator[RecordingLlm]:
         registration |= {"protocol": "openai", "deployments": deployments}
         response = client.post("/v1/nodes", headers=auth(NODE_TOKEN), json=registration)
         assert response.status_code == 201, response.text
+        warm_the_name_reader(client)
+        llm.bodies.clear()
         yield llm
+
+
+def warm_the_name_reader(client: TestClient, within_s: float = 60.0) -> None:
+    """Send a caption to the cloud until one goes: the first reading of names on a busy
+    machine can pass the policy's 1 s bound, and the gate then fails closed (privacy_violation),
+    which is right for a request and noise for a test that expects another outcome."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        answer = infer(client, {"task": "describe_image", "inputs": {"pixels": DIGIT_ZERO}}).json()
+        if answer.get("status") == "ok":
+            return
+    raise AssertionError(f"no caption reached the cloud within {within_s:.0f} s: {answer}")
 
 
 def infer(client: TestClient, body: dict[str, Any]) -> Any:
