@@ -89,6 +89,20 @@ async def test_a_name_makes_the_subtask_sensitive_and_refuses_the_call() -> None
     assert "Jane" not in repr(plan.privacy)
 
 
+async def test_inputs_the_request_does_not_hold_are_not_read() -> None:
+    finder = Finder()
+    subtask = Subtask(
+        "s", "chat", "chat", {"text": "$inputs.text"}, raw_inputs=frozenset({"text", "tools"})
+    )
+    plan = Plan("chat", [subtask])
+    plan.privacy = {"kinds": {}, "names_checked": [], "detector_failed": []}
+    gate = PrivacyGate(plan, {"text": "the weather is fine"}, NameCheck(finder), PrivacyPolicy())
+    await gate.clear(subtask, candidate(Zone.PUBLIC), soon())
+    assert plan.privacy["names_checked"] == ["text"]
+    assert finder.calls == 1
+    assert subtask.privacy is Privacy.INTERNAL
+
+
 async def test_each_input_is_read_once_per_request() -> None:
     finder = Finder()
     gate, subtask, _ = setup("the weather is fine", finder)

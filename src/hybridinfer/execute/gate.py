@@ -72,9 +72,10 @@ class PrivacyGate:
             return
         reads_names = self._names is not None and self._policy.names
         if subtask.privacy is not Privacy.SENSITIVE and reads_names:
-            personal = [
-                name for name in sorted(subtask.raw_inputs) if await self._holds(name, deadline)
-            ]
+            # Only the inputs this request holds: a chat subtask may see eleven (messages,
+            # max_tokens, temperature, tools, ...), and most requests send two.
+            present = sorted(name for name in subtask.raw_inputs if name in self._inputs)
+            personal = [name for name in present if await self._holds(name, deadline)]
             self._note()
             if personal:
                 subtask.privacy = Privacy.SENSITIVE
