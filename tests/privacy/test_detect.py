@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from hybridinfer.privacy.detect import default_detector, detect
+from hybridinfer.privacy import detect as detect_module
+from hybridinfer.privacy.detect import Detector, default_detector, detect
+from hybridinfer.privacy.findings import Finding
 
 
 def kinds(text: str) -> list[tuple[str, str]]:
@@ -174,3 +176,43 @@ def test_look_alike_and_invisible_characters_do_not_hide_a_value(
     [finding] = detect(text)
     assert (finding.kind, finding.value) == expected
     assert text[finding.start : finding.end] == finding.value
+
+
+class Counting:
+    """A recogniser of the word "secret" that counts the texts it reads."""
+
+    kind = "EMAIL"
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def find(self, text: str, taken: object = ()) -> list[Finding]:
+        self.reads += 1
+        start = text.find("secret")
+        return [] if start < 0 else [Finding("EMAIL", start, start + 6, "secret")]
+
+
+def test_a_clean_text_is_scanned_once_and_a_text_with_values_every_time() -> None:
+    counting = Counting()
+    detector = Detector([counting])
+    for _ in range(3):
+        assert detector.detect("mail me at 12 @ noon") == []
+    assert counting.reads == 1
+    for _ in range(3):
+        assert [f.value for f in detector.detect("the secret 42 @")] == ["secret"]
+    assert counting.reads == 4
+    assert detector.scan("mail me at 12 @ noon") == []
+    assert counting.reads == 5
+
+
+def test_the_memo_keeps_digests_not_texts_and_stays_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(detect_module, "CLEAN_MEMO_SIZE", 8)
+    detector = Detector([Counting()])
+    for number in range(20):
+        detector.detect(f"call 555 {number} @")
+    memo = detector._clean
+    assert len(memo) == 8
+    assert all(isinstance(key, bytes) and len(key) == 16 for key in memo)
+    assert not any(b"555" in key for key in memo)

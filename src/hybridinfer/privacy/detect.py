@@ -3,11 +3,14 @@
 
 Kinds: ``EMAIL``, ``CARD``, ``IBAN``, ``NATIONALID`` (stdnum-validated national numbers),
 ``SSN`` (US), ``NINO`` (UK), ``IP`` (v4 and v6), ``PHONE``. Names and places need an NER
-model (``ner.py``) and are not found here. A ``Detector`` is immutable and safe to share.
+model (``ner.py``) and are not found here. A ``Detector`` is immutable and safe to share
+(its memo of clean texts is a cache of a pure function).
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
@@ -34,12 +37,31 @@ def standard_recognisers(regions: Sequence[str] = DEFAULT_REGIONS) -> list[Recog
     return [*patterns.RECOGNISERS, *identifiers.RECOGNISERS, PhoneRecogniser(regions)]
 
 
+CLEAN_MEMO_SIZE = 16_384
+"""How many texts found clean a detector remembers (by digest): the keys of every chat
+message (``role``, ``content``, ``user``), small numbers (``max_tokens`` 256 reads as "256"
+and goes through every recogniser: ~20 us), a system prompt, a conversation resent turn
+after turn. ~2 MB at most; the oldest is dropped first."""
+CLEAN_MEMO_MAX_CHARS = 16_384
+"""Longer texts are scanned every time (hashing them would be most of a scan's cost)."""
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 class Detector:
-    """A set of recognisers; ``detect`` runs them all on one text."""
+    """A set of recognisers; ``detect`` runs them all on one text.
+
+    Texts found clean are remembered by a 16-byte digest, never their text, so a text seen
+    before (a message key, a repeated system prompt) costs a hash and a lookup. A text with
+    personal data is scanned every time: the findings hold the values, and no value is kept
+    beyond the request."""
 
     def __init__(self, recognisers: Iterable[Recogniser]) -> None:
         rank = {kind: position for position, kind in enumerate(KINDS)}
         self.recognisers = sorted(recognisers, key=lambda r: rank.get(r.kind, len(rank)))
+        self._clean: dict[bytes, None] = {}
 
     def without(self, kind: str) -> Detector:
         """The same detector with every recogniser of ``kind`` switched off."""
@@ -52,8 +74,28 @@ class Detector:
         the costly phone check off cards and IBANs. The recognisers read the text folded
         (``normalise``: look-alike spaces, dashes and full-width forms as ASCII, invisible
         characters dropped); findings give the original's positions and characters."""
+        if len(text) > CLEAN_MEMO_MAX_CHARS:
+            return self.scan(text)
+        digest = _digest(text)
+        if digest in self._clean:
+            return []
+        found = self.scan(text)
+        if not found:
+            self._remember_clean(digest)
+        return found
+
+    def scan(self, text: str) -> list[Finding]:
+        """``detect`` without the memo: what a text not seen before costs."""
         folded = fold(text)
         return folded.in_source(self.detect_as_written(folded.text))
+
+    def _remember_clean(self, digest: bytes) -> None:
+        """File ``digest``, dropping the oldest past the bound. Another thread may detect at
+        the same time (the names process's pseudonymiser): a drop it made first is fine."""
+        self._clean[digest] = None
+        if len(self._clean) > CLEAN_MEMO_SIZE:
+            with contextlib.suppress(StopIteration, RuntimeError, KeyError):
+                del self._clean[next(iter(self._clean))]
 
     def detect_as_written(self, text: str) -> list[Finding]:
         """The recognisers on ``text`` as it is, look-alike and invisible characters
