@@ -52,3 +52,29 @@ def test_bad_inputs_are_refused(
 ) -> None:
     with pytest.raises(InvalidInput, match=problem):
         decomposer.plan(task, inputs, None)  # type: ignore[arg-type]
+
+
+RELOADED = """\
+version: 1
+tasks:
+  sentiment:
+    inputs:
+      text: {type: string}
+      note: {type: string, required: false}
+    subtasks:
+      - id: classify
+        capability: text-classification
+        task: sentiment
+        inputs: {text: $inputs.text, note: $inputs.note}
+    outputs:
+      label: $classify.label
+"""
+
+
+def test_a_reloaded_table_brings_its_own_exposed_inputs(decomposer: Decomposer) -> None:
+    before = decomposer.plan("sentiment", {"text": "fine"}, None)
+    assert before.subtasks[0].raw_inputs == {"text"}
+    decomposer.reload(RELOADED)
+    after = decomposer.plan("sentiment", {"text": "fine", "note": "mail a@b.io"}, None)
+    assert after.subtasks[0].raw_inputs == {"text", "note"}
+    assert after.subtasks[0].privacy is Privacy.SENSITIVE

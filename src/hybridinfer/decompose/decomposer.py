@@ -45,8 +45,8 @@ class Decomposer:
     """Plans requests from a rule table; swap the table with ``replace_rules`` to hot-reload."""
 
     def __init__(self, rules: RuleTable, detector: Detector | None = None) -> None:
-        self._rules = rules
         self._detector = detector or default_detector()
+        self.replace_rules(rules)
 
     @property
     def rules(self) -> RuleTable:
@@ -54,6 +54,9 @@ class Decomposer:
 
     def replace_rules(self, rules: RuleTable) -> None:
         """Swap in an already validated table (requests in flight keep their plans)."""
+        # Which request inputs each step sees is a property of the table: worked out here,
+        # once, not on every request.
+        self._exposures = {task: exposures(rule) for task, rule in rules.tasks.items()}
         self._rules = rules
 
     def reload(self, text: str, source: str = "rules.yaml") -> RuleTable:
@@ -90,8 +93,8 @@ class Decomposer:
         size = self._check_inputs(rule, inputs)
         requested = privacy or Privacy.INTERNAL
         scan = scan_inputs(inputs, requested, detector or self._detector, fail_closed)
-        labels = label_privacy(rule, scan, requested)
-        raw = exposures(rule)
+        raw = self._exposures[task]
+        labels = label_privacy(rule, scan, requested, raw)
         subtasks = [
             Subtask(
                 id=step.id,
