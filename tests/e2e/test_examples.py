@@ -21,6 +21,9 @@ pytestmark = pytest.mark.integration
 
 EXAMPLES = REPO / "examples"
 SENTIMENT = {"task": "sentiment", "inputs": {"text": "I love this"}}
+BUSY_LOCAL = 0.7
+"""Under the default policy's 0.8 with a margin: the EWMA moves between the check and the
+request."""
 
 
 class Form:
@@ -63,9 +66,21 @@ class Form:
         command += ["--models-dir", str(self.models_dir), "--control-plane", self.url]
         self._spawn(config.stem, command)
 
+    def nodes(self) -> list[dict[str, object]]:
+        nodes: list[dict[str, object]] = httpx.get(self.url + "/v1/nodes", headers=auth()).json()[
+            "nodes"
+        ]
+        return nodes
+
     def ready_nodes(self) -> set[str]:
-        nodes = httpx.get(self.url + "/v1/nodes", headers=auth()).json()["nodes"]
-        return {node["id"] for node in nodes if node["status"] == "ready"}
+        return {str(node["id"]) for node in self.nodes() if node["status"] == "ready"}
+
+    def local_load(self) -> float:
+        """The host's smoothed CPU use as the gateway publishes it on its local nodes (the
+        policy's ``node.local.load`` is the highest)."""
+        loads = [node["load"] for node in self.nodes() if node["tier"] == "local"]
+        assert loads, "the example runs no local node"
+        return max(float(load) for load in loads)  # type: ignore[arg-type]
 
     def wait(self, check: object, what: str, timeout_s: float = 90.0) -> None:
         deadline = time.monotonic() + timeout_s
@@ -156,6 +171,10 @@ def test_private_hybrid(start_form: object) -> None:
     form.gateway(EXAMPLES / "private-hybrid" / "gateway.yaml")
     form.node(EXAMPLES / "private-hybrid" / "node-cloud.yaml")
     form.wait(lambda: "cloud-1" in form.ready_nodes(), "cloud node registered")
+    # The default policy sends local work to the cloud while the host is busy (its rule
+    # `busy-local-sends-to-cloud`, node.local.load > 0.8): the node loading its models just
+    # now keeps a core busy, so wait for the host to settle before asking where work stays.
+    form.wait(lambda: form.local_load() <= BUSY_LOCAL, "the host settled after start-up")
     assert placed(form.infer(SENTIMENT)) == ("local", "local")
     assert placed(form.infer({**SENTIMENT, "options": {"route": "cloud"}})) == ("cloud", "cloud-1")
     refused = form.infer({**SENTIMENT, "options": {"privacy": "sensitive", "route": "cloud"}})
