@@ -81,3 +81,18 @@ def test_the_router_skips_an_ejected_deployment_but_never_the_last_candidate() -
     assert ejected.rejected_by == "ejected"
     pinned = router.decide(classify, router.context(RouteOptions(route=chosen.node.tier.value)))
     assert pinned.chosen.deployment.id == chosen.deployment.id  # the only one left: kept
+
+
+def test_the_kept_counts_match_the_window_through_evictions_and_ejections() -> None:
+    clock = Clock()
+    ejections = Ejections(clock=clock, rng=random.Random(5))
+    rng = random.Random(11)
+    for step in range(3000):
+        clock.now += 0.05
+        slow = 400 <= step % 1000 < 500  # a slow spell ejects on latency
+        latency = rng.uniform(200.0, 300.0) if slow else rng.uniform(1.0, 20.0)
+        ejections.observe("d", "cloud", latency, ok=rng.random() > 0.15)
+        record = ejections._records["d"]
+        assert record.failed == sum(not ok for _, ok in record.recent)
+        assert abs(record.latency_sum_ms - sum(ms for ms, _ in record.recent)) < 1e-6
+    assert ejections.describe("d")["ejections"] > 0

@@ -39,6 +39,15 @@ class _Record:
     """Ejections in a row (reset once a full window of calls after one succeeded)."""
     total: int = 0
     """Times ejected so far (shown in ``/v1/nodes``)."""
+    failed: int = 0
+    """Failed calls among ``recent``, kept as calls come and go (every call reads it)."""
+    latency_sum_ms: float = 0.0
+    """The sum of ``recent``'s latencies, kept the same way."""
+
+    def clear(self) -> None:
+        self.recent.clear()
+        self.failed = 0
+        self.latency_sum_ms = 0.0
 
 
 @dataclass
@@ -69,6 +78,8 @@ class Ejections:
             return  # a call decided before the ejection: its outcome is already accounted for
         if len(record.recent) == self.window:  # the oldest call leaves for the history
             old_ms, old_ok = record.recent[0]
+            record.latency_sum_ms -= old_ms
+            record.failed -= not old_ok
             if old_ok:
                 history = record.history_ms
                 record.history_ms = (
@@ -77,9 +88,11 @@ class Ejections:
                     else (1 - HISTORY_ALPHA) * history + HISTORY_ALPHA * old_ms
                 )
         record.recent.append((latency_ms, ok))
+        record.latency_sum_ms += latency_ms
+        record.failed += not ok
         if self._outlier(record):
             self._eject(record, now)
-        elif len(record.recent) == self.window and all(ok for _, ok in record.recent):
+        elif len(record.recent) == self.window and record.failed == 0:
             record.ejections = 0
 
     def ejected(self, deployment_id: str) -> bool:
@@ -110,12 +123,11 @@ class Ejections:
         recent = record.recent
         if len(recent) < self.min_calls:
             return False
-        failed = sum(not ok for _, ok in recent)
-        if failed >= self.failure_share * len(recent):
+        if record.failed >= self.failure_share * len(recent):
             return True
         if record.history_ms is None:
             return False
-        mean_ms = sum(latency for latency, _ in recent) / len(recent)
+        mean_ms = record.latency_sum_ms / len(recent)
         return (
             mean_ms >= self.latency_factor * record.history_ms
             and mean_ms - record.history_ms >= self.min_excess_ms
@@ -130,5 +142,5 @@ class Ejections:
         record.ejected_until = now + self.rng.uniform(ceiling / 2, ceiling)
         record.ejections += 1
         record.total += 1
-        record.recent.clear()
+        record.clear()
         self.version += 1
