@@ -79,6 +79,7 @@ class NameCheck:
         self._finder = finder
         self._thread = concurrent.futures.ThreadPoolExecutor(1, "hybridinfer-names")
         self._loaded: concurrent.futures.Future[None] | None = None
+        self._loaded_seen = False
         self._remembered = remembered
         self._readings: OrderedDict[bytes, list[str]] = OrderedDict()
         """Digest of a text → the kinds in it. Written only on the check's one thread; the
@@ -96,7 +97,14 @@ class NameCheck:
     @property
     def loaded(self) -> bool:
         """Whether the model is loaded, or could not be (reads then fail closed at once)."""
-        return self._finder is None or (self._loaded is not None and self._loaded.done())
+        if self._loaded_seen:
+            return True
+        # Future.done() takes the future's lock: asked for every text of every request, so
+        # the answer is kept once it is yes (a load, once done, stays done)
+        self._loaded_seen = self._finder is None or (
+            self._loaded is not None and self._loaded.done()
+        )
+        return self._loaded_seen
 
     def warm(self) -> None:
         """Start loading the model on the check's thread (returns at once)."""

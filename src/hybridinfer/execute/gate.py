@@ -52,7 +52,8 @@ class PrivacyGate:
         self._inputs = request_inputs
         self._names = names
         self._policy = policy
-        self._reads: dict[str, asyncio.Future[bool]] = {}
+        self._reads: dict[str, asyncio.Future[bool] | bool] = {}
+        """Input name → its reading under way, or its answer when it was remembered."""
         self._kinds_before = Counter(plan.privacy.get("kinds", {}))
         self._found: Counter[str] = Counter()
         self._failed: set[str] = set()
@@ -156,6 +157,8 @@ class PrivacyGate:
             if known is not None:
                 return known
             read = self._reads[name] = asyncio.ensure_future(self._read(name, deadline))
+        elif isinstance(read, bool):
+            return read
         return await asyncio.shield(read)
 
     def _remembered(self, name: str) -> bool | None:
@@ -165,9 +168,7 @@ class PrivacyGate:
         if kinds is None:
             return None
         self._found.update(kinds)
-        answer = asyncio.get_running_loop().create_future()
-        answer.set_result(bool(kinds))
-        self._reads[name] = answer
+        self._reads[name] = bool(kinds)
         return bool(kinds)
 
     async def _read(self, name: str, deadline: float) -> bool:
