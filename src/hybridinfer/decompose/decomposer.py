@@ -94,7 +94,7 @@ class Decomposer:
         requested = privacy or Privacy.INTERNAL
         scan = scan_inputs(inputs, requested, detector or self._detector, fail_closed)
         raw = self._exposures[task]
-        labels = label_privacy(rule, scan, requested, raw)
+        labels = label_privacy(rule, raw, scan, requested)
         subtasks = [
             Subtask(
                 id=step.id,

@@ -23,13 +23,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import hashlib
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hybridinfer.decompose.privacy import strings_in
+from hybridinfer.privacy.digest import text_digest
 from hybridinfer.privacy.findings import Finding
 
 
@@ -63,10 +63,6 @@ class Work(Protocol):
     """What runs with the finder on the check's thread (``NameCheck.run``)."""
 
     def __call__(self, finder: Finder) -> Any: ...
-
-
-def _digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 class NameCheck:
@@ -165,7 +161,7 @@ class NameCheck:
     ) -> asyncio.Future[list[str]]:
         """The answer for one text: remembered, shared with a request already waiting for it,
         or a new wait in the next pass."""
-        digest = _digest(text)
+        digest = text_digest(text)
         waiting = self._waiting.get(digest) or self._reading.get(digest)
         if waiting is not None:
             waiting.until = max(waiting.until, until)
@@ -246,7 +242,7 @@ class NameCheck:
             return None
         found: list[str] = []
         for text in texts:
-            digest = _digest(text)
+            digest = text_digest(text)
             kinds = self._readings.get(digest)
             if kinds is None:
                 return None

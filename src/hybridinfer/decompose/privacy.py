@@ -134,15 +134,15 @@ def exposures(rule: TaskRule) -> dict[str, frozenset[str]]:
 
 def label_privacy(
     rule: TaskRule,
+    exposed: Mapping[str, frozenset[str]],
     scan: PrivacyScan,
     requested: Privacy,
-    exposed: Mapping[str, frozenset[str]] | None = None,
 ) -> dict[str, Privacy]:
-    """Subtask id → privacy label; ``exposed`` is ``exposures(rule)`` when the caller keeps
-    it (a rule table is read far more often than it changes)."""
+    """Subtask id → privacy label; ``exposed`` is ``exposures(rule)``, which the caller works
+    out once per rule table (a table is read far more often than it changes)."""
     ceiling = Privacy.INTERNAL if requested is Privacy.SENSITIVE else requested
     labels: dict[str, Privacy] = {}
-    for step_id, raw in (exposures(rule) if exposed is None else exposed).items():
+    for step_id, raw in exposed.items():
         if raw & scan.personal:
             labels[step_id] = Privacy.SENSITIVE
         else:

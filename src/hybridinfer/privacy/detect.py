@@ -10,11 +10,11 @@ model (``ner.py``) and are not found here. A ``Detector`` is immutable and safe 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from hybridinfer.privacy import identifiers, patterns
+from hybridinfer.privacy.digest import text_digest
 from hybridinfer.privacy.findings import KINDS, Finding, merge, overlaps
 from hybridinfer.privacy.normalise import fold
 from hybridinfer.privacy.phones import DEFAULT_REGIONS, PhoneRecogniser
@@ -46,10 +46,6 @@ CLEAN_MEMO_MAX_CHARS = 16_384
 """Longer texts are scanned every time (hashing them would be most of a scan's cost)."""
 
 
-def _digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-
-
 class Detector:
     """A set of recognisers; ``detect`` runs them all on one text.
 
@@ -76,7 +72,7 @@ class Detector:
         characters dropped); findings give the original's positions and characters."""
         if len(text) > CLEAN_MEMO_MAX_CHARS:
             return self.scan(text)
-        digest = _digest(text)
+        digest = text_digest(text)
         if digest in self._clean:
             return []
         found = self.scan(text)
