@@ -93,6 +93,49 @@ async def test_an_answering_probe_half_opens_breakers_and_every_probe_is_an_exch
     assert exchanges.tail("cloud-1").count == 1
 
 
+async def test_a_half_open_breaker_that_no_call_tries_does_not_freeze_the_rtt() -> None:
+    """A probe answered since the breaker opened: the path is alive, so the next probes time
+    it. Otherwise a policy rule that keeps work off a slow link (``network.cloud.rtt_ms``)
+    would never send the trial call that closes the breaker, and the RTT it reads would stay
+    at its worst for good."""
+    registry = hybrid_registry()
+    backend = SlowOrDead()
+    breakers = Breakers(failure_threshold=1, open_seconds=30.0)
+    prober = NodeProber(registry, {"v2": backend}, 0.05, breakers=breakers)
+    backend.delay_s = 0.3  # a slow spell: the RTT attacks at once
+    await prober.probe_all()
+    cloud = registry.get("cloud-1")
+    assert cloud.rtt_ms >= 290.0
+    breakers.on_result("cloud-1/large:1", UpstreamUnavailable("refused"))
+    backend.delay_s = 0.0
+    await prober.probe_all()  # out while the breaker was open: untimed, but it half-opens it
+    assert breakers.state("cloud-1/large:1") is BreakerState.HALF_OPEN
+    assert cloud.rtt_ms >= 290.0
+    for _ in range(4):  # no call comes: the breaker stays half-open, the probes time the path
+        await prober.probe_all()
+    assert breakers.state("cloud-1/large:1") is BreakerState.HALF_OPEN
+    assert cloud.rtt_ms < 30.0
+
+
+async def test_a_probe_out_while_a_breaker_opened_does_not_time_the_path() -> None:
+    """The breaker was closed when the probe left and opened while it was out: the probe may
+    have waited out the outage that opened it."""
+    registry = hybrid_registry()
+    breakers = Breakers(failure_threshold=1, open_seconds=0.01)
+
+    class OpensMeanwhile(SlowOrDead):
+        async def probe(self, node: Node, timeout_s: float) -> bool:
+            await asyncio.sleep(0.02)
+            breakers.on_result("cloud-1/large:1", UpstreamUnavailable("refused"))
+            await asyncio.sleep(0.05)  # the open spell ends before the answer comes
+            return True
+
+    prober = NodeProber(registry, {"v2": OpensMeanwhile()}, 0.05, breakers=breakers)
+    await prober.probe_all()
+    assert breakers.state("cloud-1/large:1") is BreakerState.HALF_OPEN
+    assert registry.get("cloud-1").rtt_ms == 0.0
+
+
 async def test_a_slow_probe_does_not_hold_the_next_round_of_the_other_nodes() -> None:
     registry = hybrid_registry()
 

@@ -9,8 +9,10 @@ degraded link, while recovery is trusted only as the probes keep answering fast.
 take twice the interval (at most 2 s), so an answer that is slow but comes is timed, and every
 probe joins the node's exchange window (``signals/exchanges.py``), slow answers and timeouts
 included. A probe that started while the node was down, or was out while the path was found
-dead (a call into a cut link, an open breaker), times the outage (TCP's retransmissions after
-a cut), not the path: it brings the node back but is not timed.
+dead (a call into a cut link, a breaker open or opening), times the outage (TCP's
+retransmissions after a cut), not the path: it brings the node back but is not timed. A
+half-open breaker does not stop the timing: a probe has answered since it opened, and a rule
+that keeps work off a slow node may never send the trial call that would close it.
 Each node is probed on its own: a probe waiting out its timeout does not hold the others'. A
 suspect node (down, or with a breaker not closed) is probed four times as often, with a
 timeout of half the interval, so a link that came back is seen within a fraction of a second.
@@ -197,12 +199,13 @@ class NodeProber:
 
     async def _probe_once(self, node: Node, timeout_s: float) -> None:
         backend = self._backends[node.protocol]
-        was_down = node.status is NodeStatus.DOWN
+        doubted = node.status is NodeStatus.DOWN or self._open_breaker(node)
         exchanged_at = self._exchanges.now() if self._exchanges is not None else 0.0
+        breakers_at = self._breakers.now() if self._breakers is not None else 0.0
         started = time.perf_counter()
         alive = await backend.probe(node, timeout_s)
         elapsed_ms = (time.perf_counter() - started) * 1000.0
-        timed = not (was_down or self._crossed_outage(node, exchanged_at))
+        timed = not (doubted or self._crossed_outage(node, exchanged_at, breakers_at))
         if self._exchanges is not None and timed:
             self._exchanges.record(node.id, elapsed_ms, alive, exchanged_at)
         if alive:
@@ -215,12 +218,26 @@ class NodeProber:
             log.warning("node %s stopped answering its health probe; marked down", node.id)
             self._registry.mark_down(node)
 
-    def _crossed_outage(self, node: Node, since: float) -> bool:
+    def _crossed_outage(self, node: Node, since: float, breakers_since: float) -> bool:
         """Whether the node's path was found dead while a probe was out (a call into a cut
-        link, or an open breaker): a probe that answers then timed the outage."""
+        link, a breaker that opened): a probe that answers then timed the outage."""
         if self._exchanges is not None and self._exchanges.outage_since(node.id, since):
             return True
-        return self._suspect(node)
+        breakers = self._breakers
+        return self._open_breaker(node) or (
+            breakers is not None
+            and breakers.opened_since((d.id for d in node.deployments), breakers_since)
+        )
+
+    def _open_breaker(self, node: Node) -> bool:
+        """Whether one of the node's breakers is open: calls found its path bad and no probe
+        has answered since. A half-open one is not: a probe (or its cool-down) let it try
+        again, and a rule that keeps work off the node may never send the trial that closes
+        it, so its probes must keep timing the path."""
+        breakers = self._breakers
+        return breakers is not None and any(
+            breakers.state(d.id) is BreakerState.OPEN for d in node.deployments
+        )
 
     def _meter(self, node: Node) -> PriorMeter | None:
         """The node's backend, if it can measure and the node has something to measure now."""

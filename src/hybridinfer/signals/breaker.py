@@ -185,6 +185,16 @@ class Breakers:
         ]
         return min(ends, default=float("inf"))
 
+    def opened_since(self, deployment_ids: Iterable[str], since: float) -> bool:
+        """Whether a breaker among ``deployment_ids`` opened at or after ``since`` (this
+        clock) and has not closed since."""
+        return any(
+            (breaker := self._by_deployment.get(deployment_id)) is not None
+            and breaker.opened_at is not None
+            and breaker.opened_at >= since
+            for deployment_id in deployment_ids
+        )
+
     def _breaker(self, deployment_id: str) -> CircuitBreaker:
         breaker = self._by_deployment.get(deployment_id)
         if breaker is None:
