@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
@@ -123,3 +125,39 @@ def test_statistics_count_inferences(node: TestClient) -> None:
     node.post("/v2/models/sentiment-large/infer", json={"inputs": [TEXT_INPUT]})
     after = stats(node, "sentiment-large")
     assert after["success"] == before["success"] + 1
+
+
+async def test_a_caller_that_goes_away_before_its_body_leaves_no_error(
+    models_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A gateway that gave up on a slow call disconnects before the node reads the body:
+    nothing escapes the app (the server would log a stack trace) and nothing is logged as an
+    error."""
+    app = create_node_app(ModelRepository(models_dir, ["sentiment-large"]))
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v2/models/sentiment-large/infer",
+        "raw_path": b"/v2/models/sentiment-large/infer",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 8000),
+        "state": {},
+        "app": app,
+    }
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    assert sent[0]["status"] == 499
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]

@@ -7,6 +7,7 @@ an unknown model or version; a bad request never stops the node from serving.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -18,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -30,6 +31,8 @@ from hybridinfer.node.repository import ModelRepository
 from hybridinfer.server.responses import JSON
 from hybridinfer.tensors.binary import HEADER, from_binary, split_body, to_binary
 from hybridinfer.tensors.datatypes import datatype_of, to_array, to_tensor
+
+log = logging.getLogger(__name__)
 
 
 class RequestTensor(BaseModel):
@@ -206,6 +209,13 @@ async def infer(request: Request) -> Response:
     return _respond(response, {name: outputs[name] for name in wanted}, _wants_binary(body))
 
 
+async def _gone(request: Request, exc: Exception) -> Response:
+    """The caller went away before its body was read (a gateway gave up on a slow call):
+    nobody to answer, and nothing went wrong here. Never a stack trace in the log."""
+    log.info("caller went away before sending its body: %s", request.url.path)
+    return Response(status_code=499)
+
+
 async def _errors(request: Request, exc: Exception) -> Response:
     if isinstance(exc, HybridInferError):
         status = exc.status_code if exc.status_code in (400, 404, 413, 422) else 500
@@ -258,7 +268,12 @@ def create_node_app(
     app = Starlette(
         routes=routes,
         middleware=[Middleware(FaultInjector, token=admin_token)],
-        exception_handlers={HybridInferError: _errors, HTTPException: _errors, Exception: _errors},
+        exception_handlers={
+            HybridInferError: _errors,
+            HTTPException: _errors,
+            ClientDisconnect: _gone,
+            Exception: _errors,
+        },
         lifespan=lifespan,
     )
     app.state.repository = repository
