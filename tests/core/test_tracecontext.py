@@ -86,6 +86,7 @@ async def test_the_gateway_forwards_its_span_as_traceparent_to_remote_nodes(
         version, trace_id, parent, flags = headers["traceparent"].split("-")
         assert (version, trace_id, flags) == ("00", TRACE, "01")
         assert plane.telemetry is not None
+        plane.traces.settle()  # the trace is recorded just after the answer is written
         plane.telemetry.flush()
         spans = plane.telemetry.exporter.get_finished_spans()  # type: ignore[attr-defined]
         (root,) = [s for s in spans if s.name == "gateway"]

@@ -51,6 +51,7 @@ async def traced(
 def exported(plane: ControlPlane) -> list[ReadableSpan]:
     telemetry = plane.telemetry
     assert telemetry is not None
+    plane.traces.settle()  # a request's trace is recorded just after its answer is written
     telemetry.flush()
     assert isinstance(telemetry.exporter, InMemorySpanExporter)
     return list(telemetry.exporter.get_finished_spans())

@@ -60,6 +60,7 @@ async def test_failed_writes_stay_buffered_until_the_store_recovers(tmp_path: Pa
     sink = TraceSink(unmigrated, capacity=2)
     for index in range(3):
         sink.record(finished(f"r{index}"))
+    await asyncio.sleep(0)  # recorded just after the step that finished them
     assert sink.dropped == 1  # past the bound: dropped and counted, never blocking
     with pytest.raises(StoreUnavailable):
         await sink.flush()
@@ -77,7 +78,9 @@ async def test_observers_see_every_trace_and_the_memory_keeps_the_newest(store: 
     sink.observers.append(lambda trace: seen.append(trace.request_id))
     for index in range(3):
         sink.record(finished(f"r{index}"))
-    assert seen == ["r0", "r1", "r2"]
+    assert seen == []  # not while the step that finished them (and writes the answers) runs
+    await asyncio.sleep(0)
+    assert seen == ["r0", "r1", "r2"]  # just after it, in order
     assert [t["request_id"] for t in sink.latest()] == ["r1", "r2"]
     assert sink.buffered == 3
     assert await sink.get("r0") is None  # neither in memory nor written yet
@@ -130,3 +133,31 @@ async def test_a_flush_hands_the_store_batches_no_larger_than_it_asks(store: Sql
     await sink.flush()
     assert sizes == [7, 7, 3]
     assert sink.written == 17
+
+
+async def test_a_reader_sees_a_trace_recorded_in_its_own_step(store: SqlStore) -> None:
+    """The recording waits for the step to end; a reader in that step does not."""
+    sink = TraceSink(store)
+    sink.record(finished("r0"))
+    found = await sink.get("r0")
+    assert found is not None
+    assert found["request_id"] == "r0"
+    sink.record(finished("r1"))
+    assert [t["request_id"] for t in sink.latest()] == ["r0", "r1"]
+
+
+async def test_an_observer_that_raises_costs_no_other_trace_its_record(
+    store: SqlStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    sink = TraceSink(store)
+
+    def fails_on_r1(trace: Trace) -> None:
+        if trace.request_id == "r1":
+            raise RuntimeError("observer broke")
+
+    sink.observers.append(fails_on_r1)
+    for index in range(3):
+        sink.record(finished(f"r{index}"))
+    await asyncio.sleep(0)
+    assert [t["request_id"] for t in sink.latest()] == ["r0", "r2"]
+    assert "recording trace r1 failed" in caplog.text

@@ -39,8 +39,8 @@ class StatsService:
 
     def summary(self) -> dict[str, Any]:
         """Traffic, ``latency_ms`` over the last traces, ``spend`` and ``telemetry``."""
+        recent = self._traces.latest()  # first: it records what is queued
         body = self._traffic.summary()
-        recent = self._traces.latest()
         body["latency_ms"] = latency_percentiles(recent)
         body["latency_of_last"] = len(recent)
         budget = self._budget()
