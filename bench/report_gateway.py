@@ -219,10 +219,11 @@ def gateway_section(result: dict[str, Any]) -> Lines:
     lines += [
         f"Highest sustained rate (< 1 % errors and p99 < 1 s, each rate held {hold:.0f} s after "
         f"{result.get('hold_warmup_s', 0):.0f} s of warm-up, from the burst rate down by a fifth "
-        "per failed hold until one holds, then bisecting towards the lowest failed rate, the "
-        "burst search's first failure included, until the two are within a tenth); the burst "
-        "rate is the highest over 3 s runs, found by doubling then bisecting — a burst, not a "
-        "rate the gateway holds:",
+        "per failed hold until one holds; while none has failed, up to the burst search's first "
+        "failure and a quarter higher per held rate; then bisecting towards the lowest failed "
+        "hold until the two are within a tenth, at most five holds); the burst rate is the "
+        "highest over 3 s runs, found by doubling then bisecting — a burst, not a rate the "
+        "gateway holds:",
         "",
     ]
     burst = result.get("burst", {})

@@ -118,20 +118,27 @@ def test_a_sustained_rate_is_one_held_for_the_whole_hold(monkeypatch: pytest.Mon
         True,
     ]
     runs.clear()
-    # The burst search's first failure bounds the holds: 100 held, 104 failed a burst, and
-    # 104 is within a tenth of 100, so one hold settles it.
+    # Held at the burst rate: the burst search's first failure (104) is tried, not taken as
+    # failed; held, then a quarter higher (130, failed), then bisected (117, 110: failed).
     once = hold_sustained(
         targets, {"gateway": {"burst_rps": 100.0, "first_failed_rps": 104.0}}, hold_s=30.0
     )
-    assert [rate for rate, _, _ in runs] == [100.0]
-    assert once["gateway"]["sustained_rps"] == 100.0
+    assert [rate for rate, _, _ in runs] == [100.0, 104.0, 130.0, 117.0, 110.0]
+    assert once["gateway"]["sustained_rps"] == 104.0
+    assert once["gateway"]["first_failed_rps"] == 110.0
     runs.clear()
-    # Held at the burst rate with the burst's failure a fifth above: bisected up to it.
+    # Held at the burst rate with the burst's failure a fifth above: that failure held 30 s
+    # fails too (120), and the gap is bisected (100 held, 110 within a tenth of it: failed).
     up = hold_sustained(
         targets, {"gateway": {"burst_rps": 80.0, "first_failed_rps": 120.0}}, hold_s=30.0
     )
-    assert [rate for rate, _, _ in runs] == [80.0, 100.0, 110.0]  # 110 is within a tenth
+    assert [rate for rate, _, _ in runs] == [80.0, 120.0, 100.0, 110.0]
     assert up["gateway"]["sustained_rps"] == 100.0
+    runs.clear()
+    # A burst search that failed nothing stopped at its ceiling: one hold there, none above.
+    ceiling = hold_sustained(targets, {"gateway": {"burst_rps": 90.0}}, hold_s=30.0)
+    assert [rate for rate, _, _ in runs] == [90.0]
+    assert ceiling["gateway"]["sustained_rps"] == 90.0
     never = hold_sustained(targets, {"gateway": {"burst_rps": 400.0}}, hold_s=30.0)
     assert never["gateway"]["sustained_rps"] == 0.0  # five failed holds: nothing is claimed
 
