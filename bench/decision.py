@@ -17,7 +17,10 @@ Then requests alike at a steady pace, each a few hundred times: one every millis
 (``shared_paced``, 1,000 a second), one every 5 ms (``shared_paced_5ms``, 200 a second) and
 one every 100 ms (``shared_paced_100ms``, 10 a second), where the snapshot (``ttl_s``, 50 ms)
 has expired by the next request and is rebuilt. Between paced requests the machine's caches
-cool, so a paced decision costs more than the same one back to back.
+cool, so a paced decision costs more than the same one back to back. How much of that is the
+machine's is measured beside it: a fixed piece of Python with no routing in it (``control``,
+ranking 20 tuples and filling a dict, ~10 µs back to back) timed back to back and at the same
+paces.
 
 Writes bench/results/decision.json.
 """
@@ -88,6 +91,32 @@ def subtasks(count: int, distinct: bool = False) -> list[Subtask]:
     ]
 
 
+CONTROL_ITEMS = [(f"node-{index}", 0.5 + index * 0.37 % 3, index % 3) for index in range(20)]
+
+
+def control() -> float:
+    """A fixed piece of Python about a decision's size, nothing of routing in it (µs)."""
+    started = time.perf_counter()
+    ranked = sorted(CONTROL_ITEMS, key=lambda item: (item[2], item[1]))
+    chosen = {name: latency * 2 for name, latency, _tier in ranked if latency > 0.1}
+    assert len(chosen) == len(CONTROL_ITEMS)
+    return (time.perf_counter() - started) * 1e6
+
+
+def controls() -> dict[str, dict[str, float]]:
+    """``control`` back to back and at the paces of ``PACES`` below the snapshot's life."""
+    found = {"back_to_back": percentiles([control() for _ in range(ROUNDS)][ROUNDS // 10 :])}
+    for name, (pace_s, count) in PACES.items():
+        if pace_s >= DEFAULT_TTL_S:
+            continue
+        samples = []
+        for _ in range(count):
+            time.sleep(pace_s)
+            samples.append(control())
+        found[name] = percentiles(samples[count // 10 :])
+    return found
+
+
 def timed(router: Router, plan: list[Subtask]) -> float:
     """One request: its context, then every subtask's decision (µs)."""
     started = time.perf_counter()
@@ -153,6 +182,9 @@ def main() -> None:
                 f"{stats['p99']:8.1f} µs  per subtask p50 {per_subtask['p50']:6.1f} µs "
                 f"p99 {per_subtask['p99']:6.1f} µs (goal ≤ {TARGET_US:g} p50)"
             )
+    result["control_us"] = found = controls()
+    for name, stats in found.items():
+        print(f"{'control ' + name:>24}: p50 {stats['p50']:8.1f} µs  p99 {stats['p99']:8.1f} µs")
     result["load_after"] = [round(x, 2) for x in os.getloadavg()]
     print(f"load average before {result['load_before']}, after {result['load_after']}")
     print(f"wrote {write_result('decision', result)}")

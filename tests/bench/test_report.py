@@ -535,6 +535,31 @@ def test_the_decision_target_holds_only_if_it_holds_once_the_snapshot_has_expire
     assert "serves about 10 requests" in lines[-2]
 
 
+def test_the_decisions_paced_slowdown_is_stated_beside_a_fixed_pieces() -> None:
+    from bench.report_hotpath import decision_section
+
+    def figures(p50: float) -> dict[str, float]:
+        return {"p50": p50, "p99": p50 * 3}
+
+    result: dict[str, Any] = {
+        "deployments": 20,
+        "rules": 5,
+        "rounds": 3000,
+        "target_per_subtask_us": 20.0,
+        "shared_plan_1_per_subtask_us": figures(12.0),
+        "shared_paced_5ms_plan_1_per_subtask_us": figures(96.0),
+    }
+    assert not any("fixed piece" in line for line in decision_section(result))  # older record
+    result["control_us"] = {
+        "back_to_back": figures(5.0),
+        "shared_paced": figures(10.0),
+        "shared_paced_5ms": figures(30.0),
+    }
+    line = next(line for line in decision_section(result) if "fixed piece" in line)
+    assert "5.0 µs back to back, 10.0 µs one per ms, 30.0 µs one per 5 ms" in line
+    assert "6.0x for it, 8.0x for a decision" in line
+
+
 def test_node_throughput_shows_where_a_lone_call_ran(tmp_path: Path) -> None:
     from bench.plots import throughput_figure
     from bench.report import throughput_section
