@@ -19,7 +19,7 @@ one every 100 ms (``shared_paced_100ms``, 10 a second), where the snapshot (``tt
 has expired by the next request and is rebuilt. Between paced requests the machine's caches
 cool, so a paced decision costs more than the same one back to back. How much of that is the
 machine's is measured beside it: a fixed piece of Python with no routing in it (``control``,
-ranking 20 tuples and filling a dict, ~10 µs back to back) timed back to back and at the same
+ranking 20 tuples and filling a dict, ~4 µs back to back) timed back to back and at the same
 paces.
 
 Writes bench/results/decision.json.

@@ -507,19 +507,26 @@ def test_a_section_names_the_commit_it_ran_at_and_the_header_says_whose_versions
     )
 
 
-def test_the_decision_target_holds_only_if_it_holds_once_the_snapshot_has_expired() -> None:
-    from bench.report_hotpath import decision_section
+def figures(p50: float) -> dict[str, float]:
+    """A benchmark's percentiles with ``p50``."""
+    return {"p50": p50, "p99": p50 * 3}
 
-    def figures(p50: float) -> dict[str, float]:
-        return {"p50": p50, "p99": p50 * 3}
 
-    result: dict[str, Any] = {
+def decision_result(shared_p50: float) -> dict[str, Any]:
+    """A decision record with only the back-to-back figure."""
+    return {
         "deployments": 20,
         "rules": 5,
         "rounds": 3000,
         "target_per_subtask_us": 20.0,
-        "shared_plan_1_per_subtask_us": figures(10.0),
+        "shared_plan_1_per_subtask_us": figures(shared_p50),
     }
+
+
+def test_the_decision_target_holds_only_if_it_holds_once_the_snapshot_has_expired() -> None:
+    from bench.report_hotpath import decision_section
+
+    result = decision_result(10.0)
     # a record from before the 5 ms pace was measured: judged back to back, as it was
     assert "**met**" in decision_section(result)[-2]
     result["shared_paced_5ms_plan_1_per_subtask_us"] = figures(140.0)
@@ -538,17 +545,8 @@ def test_the_decision_target_holds_only_if_it_holds_once_the_snapshot_has_expire
 def test_the_decisions_paced_slowdown_is_stated_beside_a_fixed_pieces() -> None:
     from bench.report_hotpath import decision_section
 
-    def figures(p50: float) -> dict[str, float]:
-        return {"p50": p50, "p99": p50 * 3}
-
-    result: dict[str, Any] = {
-        "deployments": 20,
-        "rules": 5,
-        "rounds": 3000,
-        "target_per_subtask_us": 20.0,
-        "shared_plan_1_per_subtask_us": figures(12.0),
-        "shared_paced_5ms_plan_1_per_subtask_us": figures(96.0),
-    }
+    result = decision_result(12.0)
+    result["shared_paced_5ms_plan_1_per_subtask_us"] = figures(96.0)
     assert not any("fixed piece" in line for line in decision_section(result))  # older record
     result["control_us"] = {
         "back_to_back": figures(5.0),
