@@ -95,7 +95,8 @@ def decision_section(result: dict[str, Any]) -> Lines:
 
 SHED_WAYS = {
     "answered": "answered (local sentiment, the whole path)",
-    "shed": "refused by the outermost shedder",
+    "shed_early": "refused by the server's protocol, before the app (as the gateway serves)",
+    "shed": "refused by the outermost shedder (the app's first step)",
     "shed_inner": "refused by the shedder where it was (inside request id, log, errors)",
     "floor": "a bare ASGI app's fixed 503 on the same server",
 }
@@ -117,7 +118,8 @@ def shed_section(result: dict[str, Any]) -> Lines:
                     "-" if share is None else f"{share:.1%}",
                 ]
             )
-    share = result["http"]["shed_share_of_answered_cpu"]
+    http = result["http"]  # records before the protocol refused have no shed_early
+    share = http.get("shed_early_share_of_answered_cpu", http["shed_share_of_answered_cpu"])
     return [
         "CPU per `POST /v1/infer` of the process (median over blocks of "
         f"{result['block']}), driven directly (`asgi`) and over loopback HTTP on the gateway's "

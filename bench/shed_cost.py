@@ -10,7 +10,10 @@ the server's parse and write are in, and so is the client's own small share, ali
 - ``answered``: the gateway has room; the request runs the whole path (auth, rate limit,
   request id, access log, body, privacy scan, decompose, route, execute, trace, metrics);
 - ``shed``: every slot is held and nobody may wait (``shed_max_queued`` 0), so the request is
-  refused 503 ``overloaded`` with ``Retry-After`` and the JSON error body;
+  refused 503 ``overloaded`` with ``Retry-After`` and the JSON error body by the outermost
+  step of the app, the shedder of the front door;
+- ``shed_early`` (``http`` only): the same refusal as the gateway serves it, by the server's
+  protocol before the request becomes an ASGI task (``server/serving.py``, ``refuse_now``);
 - ``shed_inner``: the same refusal by the middleware stack as it was before the shedder moved
   outermost (request id, access log and error envelope ran first), rebuilt here from the same
   classes so both figures come from one run;
@@ -52,8 +55,8 @@ from hybridinfer.gateway.middleware import (
     RateLimitMiddleware,
     RequestIdMiddleware,
 )
-from hybridinfer.server.serving import server_config
-from hybridinfer.server.shedding import GatewayLoad, LoadShedder
+from hybridinfer.server.serving import guarded_protocol, server_config
+from hybridinfer.server.shedding import GatewayLoad, LoadShedder, Refusal
 
 BLOCKS = 40
 BLOCK = 250
@@ -200,9 +203,14 @@ async def block(caller: Caller, way: str, first: int) -> tuple[float, float]:
     )
 
 
-async def serve(app: ASGIApp) -> tuple[uvicorn.Server, asyncio.Task[None], int]:
+async def serve(
+    app: ASGIApp, refuse_now: Callable[[Scope], Refusal | None] | None = None
+) -> tuple[uvicorn.Server, asyncio.Task[None], int]:
     port = free_port()
-    server = uvicorn.Server(server_config(app, "127.0.0.1", port, lifespan="off"))
+    protocol = guarded_protocol(refuse_now=refuse_now)
+    server = uvicorn.Server(
+        server_config(app, "127.0.0.1", port, protocol=protocol, lifespan="off")
+    )
     task = asyncio.create_task(server.serve())
     for _ in range(500):  # up to 5 s to bind
         if server.started:
@@ -260,16 +268,21 @@ async def measure(plane: ControlPlane) -> dict[str, Any]:
 
     asgi = {"answered": direct(outer), "shed": direct(outer), "shed_inner": direct(inner)}
     result = {"asgi": await measure_with(load, asgi, direct(outer))}
-    served = [await serve(app) for app in (outer, inner, floor)]
+    # As the gateway serves it (the protocol refuses first), then the app alone, its old
+    # order, and the floor.
+    served = [await serve(outer, outer.state.refuse_now)]
+    served += [await serve(app) for app in (outer, inner, floor)]
     ports = [port for _server, _task, port in served]
     clients = [
         HttpClient(ports[0]),
         HttpClient(ports[0]),
         HttpClient(ports[1]),
         HttpClient(ports[2]),
+        HttpClient(ports[3]),
     ]
     try:
-        http = dict(zip(("answered", "shed", "shed_inner", "floor"), clients, strict=True))
+        ways = ("answered", "shed_early", "shed", "shed_inner", "floor")
+        http = dict(zip(ways, clients, strict=True))
         result["http"] = await measure_with(load, dict(http), HttpClient(ports[0]))
     finally:
         for client in clients:
@@ -291,8 +304,8 @@ async def run(data_dir: Path) -> dict[str, Any]:
 def main() -> None:
     result = run_in_process(run)
     result["what"] = (
-        "CPU per POST /v1/infer (local sentiment) through the gateway's ASGI app: answered, "
-        "refused 503 by the outermost shedder, refused 503 by the shedder where it was"
+        "CPU per POST /v1/infer (local sentiment) through the gateway: answered, refused 503 "
+        "by the server's protocol, by the outermost shedder, by the shedder where it was"
     )
     result["blocks"], result["block"] = BLOCKS, BLOCK
     path = write_result("shed_cost", result)

@@ -3,6 +3,7 @@ a `hybridinfer node` process. With env ``CI`` set, a missing peer fails the test
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import os
 import shutil
@@ -15,7 +16,7 @@ import time
 import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,24 @@ def serve_asgi(app: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+@asynccontextmanager
+async def served_here(config: uvicorn.Config) -> AsyncIterator[None]:
+    """Serve ``config`` on this event loop until the block ends (5 s at most to start)."""
+    instance = uvicorn.Server(config)
+    task = asyncio.ensure_future(instance.serve())
+    for _ in range(500):
+        if instance.started:
+            break
+        await asyncio.sleep(0.01)
+    assert instance.started
+    try:
+        yield
+    finally:
+        instance.should_exit = True
+        with suppress(asyncio.CancelledError):
+            await asyncio.wait_for(task, 5)
 
 
 @contextmanager

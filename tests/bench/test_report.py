@@ -542,7 +542,7 @@ def test_the_decision_target_holds_only_if_it_holds_once_the_snapshot_has_expire
     assert "serves about 10 requests" in lines[-2]
 
 
-def test_the_decisions_paced_slowdown_is_stated_beside_a_fixed_pieces() -> None:
+def test_the_decision_s_paced_slowdown_is_stated_beside_a_fixed_piece_s() -> None:
     from bench.report_hotpath import decision_section
 
     result = decision_result(12.0)

@@ -4,15 +4,13 @@ are not held back (a real uvicorn server with the gateway's protocol, raw socket
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import uvicorn
 
 from hybridinfer.server.serving import _HeadWithBody, server_config
-from tests.peers import free_port
+from tests.peers import free_port, served_here
 
 
 class Recorder:
@@ -82,17 +80,8 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 @pytest.fixture
 async def server() -> AsyncIterator[int]:
     port = free_port()
-    instance = uvicorn.Server(server_config(app, "127.0.0.1", port))
-    task = asyncio.ensure_future(instance.serve())
-    for _ in range(500):  # up to 5 s
-        if instance.started:
-            break
-        await asyncio.sleep(0.01)
-    assert instance.started
-    yield port
-    instance.should_exit = True
-    with contextlib.suppress(asyncio.CancelledError):
-        await asyncio.wait_for(task, 5)
+    async with served_here(server_config(app, "127.0.0.1", port)):
+        yield port
 
 
 async def exchange(port: int, request: bytes) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:

@@ -75,9 +75,13 @@ async def serve_gateway(
     expected = [*own_nodes, *([CLOUD_NODE_ID] if cloud_node is not None else [])]
     plane.services.nodes.expect(expected)
     app: Any = create_app(plane, on_start=_print_key)
+    refuse_now = app.state.refuse_now
     if settings.worker_index is not None:
         app = WorkerHeader(app, settings.worker_index)
-    config = gateway_server_config(app, settings, timeout_graceful_shutdown=5)
+        refuse_now = app.named(refuse_now)
+    config = gateway_server_config(
+        app, settings, timeout_graceful_shutdown=5, refuse_now=refuse_now
+    )
     server = GracefulServer(config)
     child: Supervised | None = None
     frozen: asyncio.Task[None] | None = None

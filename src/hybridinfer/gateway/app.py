@@ -71,13 +71,16 @@ def create_app(
     app = Starlette(routes=[*SERVICE_ROUTES, *artifact_routes(plane.objects)], lifespan=lifespan)
     # The front door instead of Starlette's fold (its error pair and a chain of middleware):
     # one callable, one send wrapper, the envelope for every error (gateway/frontdoor.py).
-    app.middleware_stack = FrontDoor(
+    front_door = FrontDoor(
         ExactRoutes(app.router),
         load=plane.gateway_load,
         keys=plane.keys,
         limiter=plane.rate_limiter,
         body_timeout_s=plane.settings.body_timeout_s,
     )
+    app.middleware_stack = front_door
+    # The server's protocol refuses with it before a refused request becomes an ASGI task.
+    app.state.refuse_now = front_door.refuse_now
     settings = plane.settings
     app.state.http = HttpOptions(
         max_body_bytes=settings.max_body_bytes, node_mtls=settings.node_mtls

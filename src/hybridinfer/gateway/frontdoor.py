@@ -38,7 +38,7 @@ from hybridinfer.gateway.middleware import (
     stamp_request_id,
 )
 from hybridinfer.server.responses import error_response
-from hybridinfer.server.shedding import GatewayLoad, LoadShedder
+from hybridinfer.server.shedding import GatewayLoad, LoadShedder, Refusal
 
 
 class FrontDoor:
@@ -74,6 +74,11 @@ class FrontDoor:
             await self._serve(scope, receive, send)
         finally:
             self._shedder.leave(entered)
+
+    def refuse_now(self, scope: Scope) -> Refusal | None:
+        """An inference request's 503 if it is refused without waiting, else None: for the
+        server's protocol, which then answers it before any of this runs."""
+        return self._shedder.refuse_now(scope)
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         request_id = assign_request_id(scope)

@@ -14,6 +14,7 @@ With TLS, the protocol also puts the verified client certificate's subject in th
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from hybridinfer.server.responses import new_request_id
+from hybridinfer.server.shedding import Refusal
 from hybridinfer.server.tls import server_options
 from hybridinfer.settings import Settings
 
@@ -97,6 +99,7 @@ class _HeadWithBody:
 
 
 _LENGTH = b"\r\ncontent-length: "
+_STATUS_503 = b"HTTP/1.1 503 Service Unavailable\r\n"
 
 
 class GuardedProtocol(HttpToolsProtocol):
@@ -104,6 +107,8 @@ class GuardedProtocol(HttpToolsProtocol):
     408, then close."""
 
     header_timeout_s = 10.0
+    refuse_now: Callable[[Any], Refusal | None] | None = None
+    """An inference request's 503 if it is refused at once (``LoadShedder.refuse_now``)."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -132,9 +137,30 @@ class GuardedProtocol(HttpToolsProtocol):
         super().on_headers_complete()
 
     def _start_asgi_task(self, cycle: Any, app: Any) -> None:
+        if self.refuse_now is not None:
+            refusal = self.refuse_now(cycle.scope)
+            if refusal is not None:
+                self._answer_at_once(cycle, refusal)
+                return
         if cycle.scope["method"] != "HEAD":  # a HEAD answer has no body to carry its head
             cycle.transport = _HeadWithBody(cycle.transport)
         super()._start_asgi_task(cycle, app)
+
+    def _answer_at_once(self, cycle: Any, refusal: Refusal) -> None:
+        """Write a 503 for ``cycle`` in one write, with no ASGI task: the cycle is complete,
+        so its body, read later, is dropped (as uvicorn drops it after any full answer) and
+        the next request on the connection is read as usual."""
+        headers, body = refusal
+        keep_alive = cycle.keep_alive
+        lines = [
+            b"%s: %s\r\n" % header for header in (*self.server_state.default_headers, *headers)
+        ]
+        close = b"" if keep_alive else b"connection: close\r\n"
+        self.transport.write(b"".join((_STATUS_503, *lines, close, b"\r\n", body)))
+        cycle.response_started = cycle.response_complete = True
+        if not keep_alive:
+            self.transport.close()
+        self.on_response_complete()
 
     def on_response_complete(self) -> None:
         """Between requests the keep-alive timeout, not this one, closes an idle connection."""
@@ -152,20 +178,33 @@ class GuardedProtocol(HttpToolsProtocol):
         super().connection_lost(exc)
 
 
+def guarded_protocol(
+    header_timeout_s: float = 10.0, refuse_now: Callable[[Any], Refusal | None] | None = None
+) -> type[GuardedProtocol]:
+    """The guarded protocol with its header timeout and, given ``refuse_now``, refusing what
+    that refuses before the app runs."""
+    early = None if refuse_now is None else staticmethod(refuse_now)
+    return type(
+        "GuardedProtocol",
+        (GuardedProtocol,),
+        {"header_timeout_s": header_timeout_s, "refuse_now": early},
+    )
+
+
 def server_config(
     app: Any,
     host: str,
     port: int,
     *,
-    header_timeout_s: float = 10.0,
+    protocol: type[GuardedProtocol] = GuardedProtocol,
     tls_cert_file: Path | None = None,
     tls_key_file: Path | None = None,
     tls_ca_file: Path | None = None,
     require_client_cert: bool = False,
     **options: Any,
 ) -> uvicorn.Config:
-    """A uvicorn config with the guarded protocol and, given a certificate, TLS."""
-    protocol = type("GuardedProtocol", (GuardedProtocol,), {"header_timeout_s": header_timeout_s})
+    """A uvicorn config with the guarded ``protocol`` (``guarded_protocol``) and, given a
+    certificate, TLS."""
     return uvicorn.Config(
         app,
         host=host,
@@ -181,14 +220,20 @@ def server_config(
     )
 
 
-def gateway_server_config(app: Any, settings: Settings, **options: Any) -> uvicorn.Config:
+def gateway_server_config(
+    app: Any,
+    settings: Settings,
+    refuse_now: Callable[[Any], Refusal | None] | None = None,
+    **options: Any,
+) -> uvicorn.Config:
     """The gateway's uvicorn config from its settings (address, slow-client guard, backlog,
-    TLS and mutual TLS for node routes); ``options`` go to uvicorn."""
+    TLS and mutual TLS for node routes), refusing with ``refuse_now`` (``FrontDoor``'s) before
+    the app; ``options`` go to uvicorn."""
     return server_config(
         app,
         settings.host,
         settings.port,
-        header_timeout_s=settings.header_timeout_s,
+        protocol=guarded_protocol(settings.header_timeout_s, refuse_now),
         backlog=settings.listen_backlog,
         tls_cert_file=settings.tls_cert_file,
         tls_key_file=settings.tls_key_file,

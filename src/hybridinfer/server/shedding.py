@@ -51,6 +51,9 @@ from hybridinfer.server.responses import new_request_id, valid_request_id
 
 access_log = logging.getLogger("hybridinfer.access")
 
+Refusal = tuple[list[tuple[bytes, bytes]], bytes]
+"""A 503 answer: its headers (without the server's own) and its body."""
+
 SHED_PATHS = frozenset({"/v1/infer", "/v1/tasks", "/v1/chat/completions", "/v1/embeddings"})
 
 
@@ -186,13 +189,29 @@ class GatewayLoad:
         )
         """The CPU bound (None: off)."""
 
+    def refusal(self) -> Overloaded | None:
+        """The refusal of a request that arrives now, if it would be refused without waiting
+        (counted as shed), or None if it may run or wait in line. ``enter`` asks it first; the
+        server's protocol asks it alone, to refuse before the request becomes an ASGI task."""
+        if self.cpu is not None and not self.cpu.admits(self.in_flight):
+            return self._refuse(
+                f"its event loop is {self.cpu.busy:.0%} busy with {self.in_flight} requests"
+            )
+        if not self._slots.locked():
+            return None
+        if self.queued >= self._max_queued:
+            return self._refuse(f"{self.queued} requests are already waiting")
+        expected = self.expected_wait_s()
+        if expected > self._max_wait_s:
+            return self._refuse(f"a slot is expected in {expected:.1f} s")
+        return None
+
     async def enter(self) -> float:
         """Take a slot, waiting in line if there is room; Overloaded otherwise. Returns the
         monotonic time the slot was taken, for ``leave``."""
-        if self.cpu is not None and not self.cpu.admits(self.in_flight):
-            raise self._refuse(
-                f"its event loop is {self.cpu.busy:.0%} busy with {self.in_flight} requests"
-            )
+        refused = self.refusal()
+        if refused is not None:
+            raise refused
         if not self._slots.locked():
             await self._slots.acquire()  # a free slot: no wait
         else:
@@ -217,11 +236,7 @@ class GatewayLoad:
         return (self.queued + 1) * self.service_s / self._max_in_flight
 
     async def _wait(self) -> None:
-        if self.queued >= self._max_queued:
-            raise self._refuse(f"{self.queued} requests are already waiting")
-        expected = self.expected_wait_s()
-        if expected > self._max_wait_s:
-            raise self._refuse(f"a slot is expected in {expected:.1f} s")
+        """Wait in line for a slot (``refusal`` has found room in the line)."""
         self.queued += 1
         try:
             async with asyncio.timeout(self._max_wait_s):
@@ -286,7 +301,17 @@ class LoadShedder:
         """Give back the slot ``enter`` took."""
         self._load.leave(entered)
 
-    async def _refuse(self, scope: Scope, send: Send, refused: Overloaded) -> None:
+    def refuse_now(self, scope: Scope) -> Refusal | None:
+        """The 503 of an inference request that would be refused without waiting, counted
+        and logged as ``enter`` would, or None: the server's protocol asks this before the
+        request becomes an ASGI task (``server/serving.py``), the cheapest place to refuse."""
+        if not self.sheds(scope):
+            return None
+        refused = self._load.refusal()
+        return None if refused is None else self.refusal(scope, refused)
+
+    def refusal(self, scope: Scope, refused: Overloaded) -> Refusal:
+        """The 503 answer of ``refused`` (headers and the error envelope), logged."""
         given = None
         for name, value in scope["headers"]:
             if name == b"x-request-id":
@@ -305,11 +330,19 @@ class LoadShedder:
         headers = [
             *_REFUSAL_HEADERS,
             (b"retry-after", refused.headers()["Retry-After"].encode()),
-            (b"content-length", str(len(body)).encode()),
+            (b"content-length", b"%d" % len(body)),
             (b"x-request-id", request_id.encode()),
         ]
+        self._log(scope)
+        return headers, body
+
+    async def _refuse(self, scope: Scope, send: Send, refused: Overloaded) -> None:
+        headers, body = self.refusal(scope, refused)
         await send({"type": "http.response.start", "status": 503, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+    def _log(self, scope: Scope) -> None:
+        """One access line a second at most, with the count of refusals since the last."""
         self._unlogged += 1
         now = time.monotonic()
         if now - self._logged_at >= LOG_EVERY_S:

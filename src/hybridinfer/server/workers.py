@@ -35,6 +35,7 @@ from typing import Any
 
 from hybridinfer.errors import ConfigError
 from hybridinfer.server.listener import bound_sockets
+from hybridinfer.server.shedding import Refusal
 from hybridinfer.server.supervisor import Supervised
 from hybridinfer.settings import Settings
 
@@ -70,13 +71,13 @@ class WorkerHeader:
 
     def __init__(self, app: ASGIApp, index: int) -> None:
         self.app = app
-        self._headers = [(WORKER_HEADER, b"%d" % index), (WORKER_PID_HEADER, b"%d" % os.getpid())]
+        self.headers = ((WORKER_HEADER, b"%d" % index), (WORKER_PID_HEADER, b"%d" % os.getpid()))
 
     async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = self._headers
+        headers = self.headers
 
         async def send_named(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
@@ -84,6 +85,16 @@ class WorkerHeader:
             await send(message)
 
         await self.app(scope, receive, send_named)
+
+    def named(self, refuse_now: Callable[[Any], Refusal | None]) -> Callable[[Any], Refusal | None]:
+        """``refuse_now`` (the server protocol's early refusal) with this worker's headers."""
+        named = list(self.headers)
+
+        def refuse(scope: Any) -> Refusal | None:
+            refusal = refuse_now(scope)
+            return None if refusal is None else ([*refusal[0], *named], refusal[1])
+
+        return refuse
 
 
 def worker_command(settings: Settings, config: Path | None, index: int) -> list[str]:
