@@ -120,11 +120,16 @@ def shed_section(result: dict[str, Any]) -> Lines:
             )
     http = result["http"]  # records before the protocol refused have no shed_early
     share = http.get("shed_early_share_of_answered_cpu", http["shed_share_of_answered_cpu"])
+    # Records before the client had a process of its own counted its share in.
+    client = (
+        "the client in a process of its own, not counted"
+        if "shed_early" in http
+        else "the client's own share included"
+    )
     return [
-        "CPU per `POST /v1/infer` of the process (median over blocks of "
+        "CPU per `POST /v1/infer` of the gateway's process (median over blocks of "
         f"{result['block']}), driven directly (`asgi`) and over loopback HTTP on the gateway's "
-        f"uvicorn protocol (`http`, the client's own share included) (`bench/shed_cost.py`)."
-        f"{_load(result)}",
+        f"uvicorn protocol (`http`, {client}) (`bench/shed_cost.py`).{_load(result)}",
         "",
         *table(["through", "request", "CPU µs", "share of an answer"], rows),
         f"Target: a refusal a small fraction (≤ 10 %) of an answer — {share:.1%} over HTTP: "

@@ -1,11 +1,12 @@
 """What a refused request costs next to an answered one (issue 18, build point 3).
 
-In one process, ``POST /v1/infer`` for the local sentiment model, a real key and a real body,
-three ways in turn, in blocks of ``BLOCK`` requests, measured twice: ``asgi``, the gateway's
-ASGI app driven directly (what the gateway itself decides), and ``http``, the same apps served
-by the gateway's own uvicorn protocol (``server/serving.py``, httptools) on loopback to a
-raw-socket client in the same process, one request at a time on one keep-alive connection (so
-the server's parse and write are in, and so is the client's own small share, alike for all):
+``POST /v1/infer`` for the local sentiment model, a real key and a real body, several ways in
+turn, in blocks of ``BLOCK`` requests, measured twice: ``asgi``, the gateway's ASGI app driven
+directly in the bench's process (what the gateway itself decides), and ``http``, the same apps
+served in the bench's process by the gateway's own uvicorn protocol (``server/serving.py``,
+httptools) on loopback to a blocking-socket client in a process of its own, one request at a
+time on one keep-alive connection per server (so the server's parse and write are in, and the
+client's work is not: the figure is what the gateway spends):
 
 - ``answered``: the gateway has room; the request runs the whole path (auth, rate limit,
   request id, access log, body, privacy scan, decompose, route, execute, trace, metrics);
@@ -20,8 +21,10 @@ the server's parse and write are in, and so is the client's own small share, ali
 - ``floor`` (``http`` only): an ASGI app that answers every request with a fixed 503 and
   nothing else, on the same server: what the server and the client cost by themselves.
 
-CPU per request is ``time.process_time`` over a block (every thread of the process) divided
-by the block; wall time per request is reported beside it. The gateway's background work
+CPU per request is ``time.process_time`` of the bench's process over a block (every thread)
+divided by the block; wall time per request is reported beside it. Over ``http`` a block is one
+line to the client and one back, which the process's figure includes (under a microsecond a
+request). The gateway's background work
 (trace writes of the answered, probes, samplers) lands in whichever block runs meanwhile, so a
 refusal block carries some of it: the refusal figures are upper bounds. Every refusal is
 checked: status 503, a ``Retry-After`` header, an ``X-Request-ID`` header and the error
@@ -31,7 +34,9 @@ envelope with code ``overloaded``. Writes bench/results/shed_cost.json.
 from __future__ import annotations
 
 import asyncio
+import socket
 import statistics
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -43,7 +48,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from bench.harness import free_port, write_result
+from bench.harness import REPO, free_port, write_result
 from bench.inprocess import KEY, run_in_process, started_plane
 from hybridinfer.control.plane import ControlPlane
 from hybridinfer.gateway.app import SERVICE_ROUTES, create_app
@@ -186,21 +191,120 @@ def check_refusal(status: int, headers: dict[bytes, bytes], body: bytes, index: 
 
 
 Caller = Callable[[int], Awaitable[tuple[int, dict[bytes, bytes], bytes]]]
+Blocks = Callable[[str, int], Awaitable[None]]
+"""Runs ``BLOCK`` requests of one way from a first index, checking every answer."""
 
 
-async def block(caller: Caller, way: str, first: int) -> tuple[float, float]:
+def in_process(caller: Caller) -> Blocks:
+    """Blocks of requests made by ``caller`` in this process."""
+
+    async def run(way: str, first: int) -> None:
+        for index in range(first, first + BLOCK):
+            check(way, index, *await caller(index))
+
+    return run
+
+
+def check(way: str, index: int, status: int, headers: dict[bytes, bytes], body: bytes) -> None:
+    if way in ("answered", "warm"):
+        assert status == 200, (status, body)
+    else:
+        check_refusal(status, headers, body, index)
+
+
+async def block(blocks: Blocks, way: str, first: int) -> tuple[float, float]:
     """(CPU µs, wall µs) per request over one block."""
     cpu, wall = time.process_time(), time.perf_counter()
-    for index in range(first, first + BLOCK):
-        status, headers, body = await caller(index)
-        if way == "answered":
-            assert status == 200, (status, body)
-        else:
-            check_refusal(status, headers, body, index)
+    await blocks(way, first)
     return (
         (time.process_time() - cpu) / BLOCK * 1e6,
         (time.perf_counter() - wall) / BLOCK * 1e6,
     )
+
+
+class RemoteClient:
+    """The ``http`` client: a process of its own (``--client``), told each block on a line
+    (way, port, first index) and answering ``ok`` once every answer of the block checked."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self._process = process
+
+    @classmethod
+    async def start(cls) -> RemoteClient:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench.shed_cost",
+            "--client",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            cwd=REPO,
+        )
+        return cls(process)
+
+    def to(self, port: int) -> Blocks:
+        """Blocks sent to the server on ``port``."""
+
+        async def run(way: str, first: int) -> None:
+            assert self._process.stdin is not None
+            assert self._process.stdout is not None
+            self._process.stdin.write(f"{way} {port} {first}\n".encode())
+            line = (await self._process.stdout.readline()).decode().strip()
+            if line != "ok":
+                raise RuntimeError(f"the client failed a block of {way!r}: {line or 'it exited'}")
+
+        return run
+
+    async def stop(self) -> None:
+        if self._process.stdin is not None:
+            self._process.stdin.close()
+        await self._process.wait()
+
+
+def client_main() -> None:
+    """The ``--client`` process: one blocking keep-alive socket per port."""
+    connections: dict[int, BlockingClient] = {}
+    for line in sys.stdin:
+        way, port, first = line.split()
+        client = connections.setdefault(int(port), BlockingClient(int(port)))
+        try:
+            for index in range(int(first), int(first) + BLOCK):
+                check(way, index, *client(index))
+        except (AssertionError, OSError, ValueError) as failed:
+            print(f"{type(failed).__name__}: {failed}"[:500].replace("\n", " "), flush=True)
+            continue
+        print("ok", flush=True)
+
+
+class BlockingClient:
+    """One request at a time on one kept-alive connection, with a blocking socket."""
+
+    def __init__(self, port: int) -> None:
+        self._socket = socket.create_connection(("127.0.0.1", port))
+        self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._buffer = b""
+
+    def __call__(self, index: int) -> tuple[int, dict[bytes, bytes], bytes]:
+        self._socket.sendall(request_bytes(index))
+        while b"\r\n\r\n" not in self._buffer:
+            self._receive()
+        head, _, self._buffer = self._buffer.partition(b"\r\n\r\n")
+        lines = head.split(b"\r\n")
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(b":")
+            headers[name.strip().lower()] = value.strip()
+        length = int(headers[b"content-length"])
+        while len(self._buffer) < length:
+            self._receive()
+        body, self._buffer = self._buffer[:length], self._buffer[length:]
+        return int(lines[0].split()[1]), headers, body
+
+    def _receive(self) -> None:
+        chunk = self._socket.recv(65536)
+        if not chunk:
+            raise OSError("the server closed the connection")
+        self._buffer += chunk
 
 
 async def serve(
@@ -219,20 +323,17 @@ async def serve(
     raise RuntimeError("the bench server did not start")
 
 
-async def measure_with(
-    load: GatewayLoad, callers: dict[str, Caller], warm: Caller
-) -> dict[str, Any]:
+async def measure_with(load: GatewayLoad, ways: dict[str, Blocks], warm: Blocks) -> dict[str, Any]:
     samples: dict[str, dict[str, list[float]]] = {
-        way: {"cpu_us": [], "wall_us": []} for way in callers
+        way: {"cpu_us": [], "wall_us": []} for way in ways
     }
-    for index in range(BLOCK):  # models, caches and key lookups warm
-        await warm(index)
+    await warm("warm", 0)  # models, caches and key lookups warm
     index = BLOCK
     for _ in range(BLOCKS):
-        for way, caller in callers.items():
+        for way, blocks in ways.items():
             held = None if way == "answered" else await load.enter()  # the one slot, taken
             try:
-                cpu_us, wall_us = await block(caller, way, index)
+                cpu_us, wall_us = await block(blocks, way, index)
             finally:
                 if held is not None:
                     load.leave(held)
@@ -250,7 +351,7 @@ async def measure_with(
             for name, values in figures.items()
         }
     answered = result["answered"]["cpu_us"]["median"]
-    for way in callers:
+    for way in ways:
         if way == "answered":
             continue
         result[f"{way}_share_of_answered_cpu"] = round(
@@ -263,8 +364,8 @@ async def measure(plane: ControlPlane) -> dict[str, Any]:
     outer, inner = create_app(plane), inner_stack(plane)
     load = plane.gateway_load
 
-    def direct(app: ASGIApp) -> Caller:
-        return lambda index: call(app, index)
+    def direct(app: ASGIApp) -> Blocks:
+        return in_process(lambda index: call(app, index))
 
     asgi = {"answered": direct(outer), "shed": direct(outer), "shed_inner": direct(inner)}
     result = {"asgi": await measure_with(load, asgi, direct(outer))}
@@ -273,20 +374,14 @@ async def measure(plane: ControlPlane) -> dict[str, Any]:
     served = [await serve(outer, outer.state.refuse_now)]
     served += [await serve(app) for app in (outer, inner, floor)]
     ports = [port for _server, _task, port in served]
-    clients = [
-        HttpClient(ports[0]),
-        HttpClient(ports[0]),
-        HttpClient(ports[1]),
-        HttpClient(ports[2]),
-        HttpClient(ports[3]),
-    ]
+    client = await RemoteClient.start()
     try:
         ways = ("answered", "shed_early", "shed", "shed_inner", "floor")
-        http = dict(zip(ways, clients, strict=True))
-        result["http"] = await measure_with(load, dict(http), HttpClient(ports[0]))
+        by_way = [ports[0], ports[0], ports[1], ports[2], ports[3]]
+        http = {way: client.to(port) for way, port in zip(ways, by_way, strict=True)}
+        result["http"] = await measure_with(load, http, client.to(ports[0]))
     finally:
-        for client in clients:
-            client.close()
+        await client.stop()
         for server, _task, _port in served:
             server.should_exit = True
         await asyncio.gather(*(task for _server, task, _port in served))
@@ -304,8 +399,9 @@ async def run(data_dir: Path) -> dict[str, Any]:
 def main() -> None:
     result = run_in_process(run)
     result["what"] = (
-        "CPU per POST /v1/infer (local sentiment) through the gateway: answered, refused 503 "
-        "by the server's protocol, by the outermost shedder, by the shedder where it was"
+        "CPU per POST /v1/infer (local sentiment) of the gateway's process (over HTTP, the "
+        "client in a process of its own): answered, refused 503 by the server's protocol, by "
+        "the outermost shedder, by the shedder where it was"
     )
     result["blocks"], result["block"] = BLOCKS, BLOCK
     path = write_result("shed_cost", result)
@@ -324,4 +420,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--client"]:
+        client_main()
+    else:
+        main()

@@ -610,3 +610,27 @@ def test_the_stalls_table_has_a_row_per_gateway_and_run() -> None:
     assert "Python's own threshold" in text
     older = {k: v for k, v in result.items() if k not in ("runs_by_gateway", "gateways")}
     assert "| served | 1 |" in "\n".join(stalls_section(older))  # a record from before
+
+
+def test_a_refusal_is_judged_as_the_gateway_serves_it() -> None:
+    from bench.report_hotpath import shed_section
+
+    def way(cpu_us: float) -> dict[str, Any]:
+        return {"cpu_us": {"median": cpu_us, "min": cpu_us, "max": cpu_us}}
+
+    http = {
+        "answered": way(1000.0),
+        "shed": way(150.0),
+        "shed_share_of_answered_cpu": 0.15,
+    }
+    asgi = {"answered": way(900.0), "shed": way(20.0), "shed_share_of_answered_cpu": 0.022}
+    result = {"block": 250, "asgi": asgi, "http": http}
+    # an older record: the app's refusal, the client's share in
+    lines = shed_section(result)
+    assert "15.0% over HTTP: **missed**" in lines[-2]
+    assert "the client's own share included" in lines[0]
+    http |= {"shed_early": way(70.0), "shed_early_share_of_answered_cpu": 0.07}
+    lines = shed_section(result)
+    assert "7.0% over HTTP: **met**" in lines[-2]
+    assert "the client in a process of its own" in lines[0]
+    assert any("refused by the server's protocol" in line and "70.0" in line for line in lines)
