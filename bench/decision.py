@@ -19,8 +19,8 @@ one every 100 ms (``shared_paced_100ms``, 10 a second), where the snapshot (``tt
 has expired by the next request and is rebuilt. Between paced requests the machine's caches
 cool, so a paced decision costs more than the same one back to back. How much of that is the
 machine's is measured beside it: a fixed piece of Python with no routing in it (``control``,
-ranking 20 tuples and filling a dict, ~4 µs back to back) timed back to back and at the same
-paces.
+ranking 20 tuples and filling a dict, a fraction of a decision's time) timed back to back and
+at the same paces.
 
 Writes bench/results/decision.json.
 """
@@ -95,8 +95,7 @@ CONTROL_ITEMS = [(f"node-{index}", 0.5 + index * 0.37 % 3, index % 3) for index 
 
 
 def control() -> float:
-    """A fixed piece of Python with nothing of routing in it, about half a decision's time back
-    to back (µs)."""
+    """A fixed piece of Python with nothing of routing in it, shorter than a decision (µs)."""
     started = time.perf_counter()
     ranked = sorted(CONTROL_ITEMS, key=lambda item: (item[2], item[1]))
     chosen = {name: latency * 2 for name, latency, _tier in ranked if latency > 0.1}

@@ -19,7 +19,7 @@ client's work is not: the figure is what the gateway spends):
   outermost (request id, access log and error envelope ran first), rebuilt here from the same
   classes so both figures come from one run;
 - ``floor`` (``http`` only): an ASGI app that answers every request with a fixed 503 and
-  nothing else, on the same server: what the server and the client cost by themselves.
+  nothing else, on the same server: what the server costs by itself for an ASGI answer.
 
 CPU per request is ``time.process_time`` of the bench's process over a block (every thread)
 divided by the block; wall time per request is reported beside it. Over ``http`` a block is one
@@ -138,6 +138,17 @@ def request_bytes(index: int) -> bytes:
     return head.encode() + BODY
 
 
+def parse_head(head: bytes) -> tuple[int, dict[bytes, bytes]]:
+    """The status and the headers (names lowercased) of a response's head."""
+    lines = head.split(b"\r\n")
+    headers = {}
+    for line in lines[1:]:
+        if line:
+            name, _, value = line.partition(b":")
+            headers[name.strip().lower()] = value.strip()
+    return int(lines[0].split()[1]), headers
+
+
 class HttpClient:
     """One keep-alive connection; one request at a time."""
 
@@ -150,14 +161,7 @@ class HttpClient:
         if self._reader is None or self._writer is None:
             self._reader, self._writer = await asyncio.open_connection("127.0.0.1", self._port)
         self._writer.write(request_bytes(index))
-        head = await self._reader.readuntil(b"\r\n\r\n")
-        lines = head.split(b"\r\n")
-        status = int(lines[0].split()[1])
-        headers = {}
-        for line in lines[1:]:
-            if line:
-                name, _, value = line.partition(b":")
-                headers[name.strip().lower()] = value.strip()
+        status, headers = parse_head(await self._reader.readuntil(b"\r\n\r\n"))
         body = await self._reader.readexactly(int(headers[b"content-length"]))
         return status, headers, body
 
@@ -289,16 +293,12 @@ class BlockingClient:
         while b"\r\n\r\n" not in self._buffer:
             self._receive()
         head, _, self._buffer = self._buffer.partition(b"\r\n\r\n")
-        lines = head.split(b"\r\n")
-        headers = {}
-        for line in lines[1:]:
-            name, _, value = line.partition(b":")
-            headers[name.strip().lower()] = value.strip()
+        status, headers = parse_head(head)
         length = int(headers[b"content-length"])
         while len(self._buffer) < length:
             self._receive()
         body, self._buffer = self._buffer[:length], self._buffer[length:]
-        return int(lines[0].split()[1]), headers, body
+        return status, headers, body
 
     def _receive(self) -> None:
         chunk = self._socket.recv(65536)

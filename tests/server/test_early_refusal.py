@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 import pytest
+from bench.shed_cost import parse_head
 
 from hybridinfer.server.serving import gateway_server_config, guarded_protocol, server_config
 from hybridinfer.server.shedding import GatewayLoad, LoadShedder
@@ -107,15 +108,9 @@ def post(path: str = "/v1/infer", *, body: bytes = BODY, extra: bytes = b"") -> 
 
 
 async def read_answer(reader: asyncio.StreamReader) -> tuple[int, dict[bytes, bytes], bytes]:
-    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 3)
-    lines = head.split(b"\r\n")
-    headers = {}
-    for line in lines[1:]:
-        if line:
-            name, _, value = line.partition(b":")
-            headers[name.strip().lower()] = value.strip()
+    status, headers = parse_head(await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 3))
     body = await asyncio.wait_for(reader.readexactly(int(headers[b"content-length"])), 3)
-    return int(lines[0].split()[1]), headers, body
+    return status, headers, body
 
 
 def assert_refused(status: int, headers: dict[bytes, bytes], body: bytes) -> dict[str, Any]:
