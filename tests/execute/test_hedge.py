@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from dataclasses import replace
 
 from hybridinfer.core.decision import Candidate
 from hybridinfer.core.plan import Plan, Privacy, Subtask
 from hybridinfer.core.trace import Trace
+from hybridinfer.errors import UpstreamUnavailable
 from hybridinfer.execute.attempts import Step
 from hybridinfer.execute.executor import Executor
 from hybridinfer.execute.hedge import HedgePolicy, hedge_order
@@ -212,3 +214,40 @@ async def test_a_paid_hedge_within_the_budget_is_charged_once() -> None:
     assert label == "from-cloud-1"
     assert roles(trace) == [("local", "primary", "cancelled"), ("cloud-1", "hedge", "ok")]
     assert ledger.state(None, BudgetPolicy(global_limit=1.0)).spent_global == 0.0002
+
+
+async def test_a_cancelled_request_cancels_its_unraced_call_and_frees_its_slot_and_trial() -> None:
+    """Outside a hedge race the call runs in the request's own task: cancelling the request
+    cancels the call, gives its node slot back and frees a half-open breaker's trial."""
+    backend = SequenceBackend({"cloud-1": [(5.0, 0.9)]})
+    signals = Signals()
+    policy = compile_policy("version: t")
+    now = [0.0]
+    breakers = Breakers(failure_threshold=1, open_seconds=1.0, clock=lambda: now[0])
+    router = Router(hybrid_registry(), signals, lambda: policy, breakers=breakers)
+    subtask = Subtask("classify", "text-classification", "sentiment", {"text": "hi"})
+    plan = Plan(task="sentiment", subtasks=[subtask], outputs={})
+    decision = router.decide(subtask, router.context(RouteOptions(prefer="quality")))
+    deployment = decision.chosen.deployment.id
+    assert decision.chosen.node.id == "cloud-1"
+    breakers.on_result(deployment, UpstreamUnavailable("down"), now[0])  # opens it
+    now[0] += 60.0  # past any cool-down: half-open, one trial allowed
+    assert breakers.state(deployment) is BreakerState.HALF_OPEN
+    executor = Executor({"onnx": backend, "v2": backend}, signals, breakers=breakers)
+    trace = Trace(request_id="r")
+    running = asyncio.create_task(
+        executor.run(plan, {"classify": decision}, {}, trace, time.monotonic() + 10.0)
+    )
+    for _ in range(200):  # until the call is out
+        if backend.calls:
+            break
+        await asyncio.sleep(0.005)
+    assert not breakers.allows(deployment)  # the trial is out
+    assert executor.limiter("cloud-1").in_flight == 1
+    running.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await running
+    assert backend.cancelled == ["cloud-1"]  # the call itself was cancelled, not left running
+    assert roles(trace) == [("cloud-1", "primary", "cancelled")]
+    assert executor.limiter("cloud-1").in_flight == 0
+    assert breakers.allows(deployment)  # the trial freed: the next call may try

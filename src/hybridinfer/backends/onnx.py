@@ -64,11 +64,13 @@ class OnnxBackend(Backend):
         if batcher is None:
             raise UnknownModel(f"model {deployment.model}:{deployment.version} is not loaded")
         feeds = codec.encode(deployment, inputs)
-        try:
-            async with asyncio.timeout(timeout_s):
-                outputs = await batcher.infer(feeds)
-        except TimeoutError:
-            raise DeadlineExceeded(f"{deployment.model} did not answer in time") from None
+        outputs, size = batcher.run_inline(feeds)  # run on the loop: no wait to bound
+        if outputs is None:
+            try:
+                async with asyncio.timeout(timeout_s):
+                    outputs = await batcher.queued(feeds, size)
+            except TimeoutError:
+                raise DeadlineExceeded(f"{deployment.model} did not answer in time") from None
         return codec.decode(deployment, outputs)
 
     async def aclose(self) -> None:

@@ -74,6 +74,23 @@ class PriorityLimiter:
         finally:
             self._release()
 
+    def take_free(self) -> bool:
+        """Take a slot if one is free and nobody waits for it (then ``release`` it); False
+        else. The request path's way in: a free slot costs no coroutine, no context manager
+        and no timer, and only a busy node makes the caller ``acquire`` one."""
+        if self._in_flight < self._limit and not self._waiting:
+            self._in_flight += 1
+            return True
+        return False
+
+    async def acquire(self, priority: int = 0, wait: bool = True) -> None:
+        """Take one slot (then ``release`` it), as ``slot`` does."""
+        await self._acquire(priority, wait)
+
+    def release(self) -> None:
+        """Give back a slot ``take_free`` or ``acquire`` took."""
+        self._release()
+
     def _shed(self, why: str) -> Overloaded:
         self.shed += 1
         return Overloaded(

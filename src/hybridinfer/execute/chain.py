@@ -28,7 +28,7 @@ class ChainRunner(Generic[T]):
 
     async def run(self, steps: Sequence[Step], hedge_delay_s: float | None = None) -> T:
         """Every step in order; with ``hedge_delay_s``, the second races the first."""
-        last_error: HybridInferError = DeadlineExceeded("no time left to run the subtask")
+        last_error: HybridInferError | None = None  # built only if needed: a raise is rare
         rest = list(steps)
         if hedge_delay_s is not None and len(rest) >= 2:
             try:
@@ -41,7 +41,7 @@ class ChainRunner(Generic[T]):
                 return await self.with_retries(step)
             except HybridInferError as error:
                 last_error = error
-        raise last_error
+        raise last_error or DeadlineExceeded("no time left to run the subtask")
 
     async def with_retries(self, step: Step) -> T:
         """One deployment, tried again on retryable failures while the deadline allows."""

@@ -205,7 +205,8 @@ class Executor:
             return reused
 
         async def attempt(step: Step) -> Outcome:
-            return await self._attempt(subtask, step, inputs, trace, deadline, gate)
+            raced = hedge_delay is not None
+            return await self._attempt(subtask, step, inputs, trace, deadline, gate, raced)
 
         steps, hedge_delay = chain(decision), None
         hedged = hedge_order(steps) if subtask.hedge and decision.fallbacks else None
@@ -308,7 +309,11 @@ class Executor:
         trace: Trace,
         deadline: float,
         gate: PrivacyGate | None = None,
+        raced: bool = False,
     ) -> Outcome:
+        """One call of ``step``. ``raced``: in a hedge race, whose loser is cancelled; its call
+        then runs on, shielded, to its own bound. Otherwise the call runs in this task (a task
+        of its own costs a loop pass), and a cancel cancels the call too."""
         deployment = step.candidate.deployment
         attempt, started = open_attempt(trace, subtask, step)
         if gate is not None:  # refused here, the call says nothing of the deployment's health
@@ -325,16 +330,20 @@ class Executor:
             close_attempt(attempt, started, refused)
             raise refused
         called_at, exchanged_at = self.breakers.now(), self._signals.exchanges.now()
-        call = asyncio.ensure_future(self._call(subtask, step, inputs, deadline, trace.key_id))
+        calling = self._call(subtask, step, inputs, deadline, trace.key_id)
+        call = asyncio.ensure_future(calling) if raced else None
         try:
-            outputs = await asyncio.shield(call)
+            outputs = await (calling if call is None else asyncio.shield(call))
         except HybridInferError as error:
             close_attempt(attempt, started, error)
             self._judge(step, error, attempt.latency_ms, called_at, exchanged_at)
             raise
-        except asyncio.CancelledError:  # a hedge race was won by the other call
-            close_attempt(attempt, started, None)
+        except asyncio.CancelledError:  # a hedge race was won by the other call, or the
+            close_attempt(attempt, started, None)  # request itself was cancelled
             attempt.status = "cancelled"
+            if call is None:  # cancelled with this task: no verdict; free a breaker's trial
+                self.breakers.on_cancel(deployment.id)
+                raise
             # The call itself runs on to its own bound: its verdict still teaches the
             # breaker, the exchange window and the outlier record (a hedge that always wins
             # against a cut link would otherwise hide the cut from all three).
@@ -424,32 +433,39 @@ class Executor:
             raise UpstreamError(f"no backend speaks {node.protocol!r}")
         self.breakers.on_start(deployment.id)
         limiter = self.limiter(node.id)
-        spill = not step.last and limiter.constrained  # others can take it: do not queue here
+        if not limiter.take_free():  # a busy node: queue for a slot until the deadline
+            spill = not step.last and limiter.constrained  # others can take it: do not queue
+            try:
+                async with asyncio.timeout(remaining):
+                    await limiter.acquire(subtask.priority, wait=not spill)
+            except TimeoutError:  # no slot freed before the deadline: overload, not a fault
+                raise Overloaded(
+                    f"{node.id} was saturated until the deadline",
+                    retry_after_s=self._admission.retry_after_s,
+                    code="node_saturated",
+                ) from None
         try:
-            async with asyncio.timeout(remaining), limiter.slot(subtask.priority, wait=not spill):
-                p99_ms = self.latencies.quantile_ms(deployment.id, 0.99, TIMEOUT_SAMPLES)
-                timeout_s = self.retry.timeout_s(
-                    deadline - time.monotonic(), None if p99_ms is None else p99_ms / 1000.0
-                )
-                try_started = time.monotonic()
-                try:
-                    async with asyncio.timeout(timeout_s):
-                        return await self._call_within_budget(
-                            backend, step.candidate, inputs, timeout_s, key_id
-                        )
-                except (TimeoutError, DeadlineExceeded):
-                    late_s = time.monotonic() - try_started - timeout_s
-                    raise DeadlineExceeded(
-                        f"{deployment.model} on {node.id} did not answer within "
-                        f"{timeout_s * 1000.0:.0f} ms",
-                        loop_lagged=late_s > timeout_s * LATE_TIMER_FRACTION,
-                    ) from None
-        except TimeoutError:  # no slot freed before the deadline: overload, not a fault
-            raise Overloaded(
-                f"{node.id} was saturated until the deadline",
-                retry_after_s=self._admission.retry_after_s,
-                code="node_saturated",
-            ) from None
+            # The try's own bound is within what is left of the deadline (``Retries``), so it
+            # is the only timer the call needs.
+            p99_ms = self.latencies.quantile_ms(deployment.id, 0.99, TIMEOUT_SAMPLES)
+            timeout_s = self.retry.timeout_s(
+                deadline - time.monotonic(), None if p99_ms is None else p99_ms / 1000.0
+            )
+            try_started = time.monotonic()
+            try:
+                async with asyncio.timeout(timeout_s):
+                    return await self._call_within_budget(
+                        backend, step.candidate, inputs, timeout_s, key_id
+                    )
+            except (TimeoutError, DeadlineExceeded):
+                late_s = time.monotonic() - try_started - timeout_s
+                raise DeadlineExceeded(
+                    f"{deployment.model} on {node.id} did not answer within "
+                    f"{timeout_s * 1000.0:.0f} ms",
+                    loop_lagged=late_s > timeout_s * LATE_TIMER_FRACTION,
+                ) from None
+        finally:
+            limiter.release()
 
     async def _call_within_budget(
         self,

@@ -130,6 +130,14 @@ class MicroBatcher:
 
     async def infer(self, feeds: Mapping[str, npt.NDArray[Any]]) -> Arrays:
         """The model's outputs for these inputs (their own rows only)."""
+        outputs, size = self.run_inline(feeds)
+        return outputs if outputs is not None else await self.queued(feeds, size)
+
+    def run_inline(self, feeds: Mapping[str, npt.NDArray[Any]]) -> tuple[Arrays | None, int]:
+        """The outputs if the ``InlineRuns`` gate runs these inputs on the event loop now, else
+        None (then ``queued``); and the inputs' ``input_size`` for ``queued`` (0 when no gate
+        wants it). A caller that bounds a wait in time needs no timer for an inline run: it
+        cannot be interrupted, nor does it wait."""
         inline, size = self.inline, 0
         if inline is not None:
             size = input_size(feeds)
@@ -138,9 +146,13 @@ class MicroBatcher:
                 self.batched_rows += _rows(feeds)
                 started = time.perf_counter()
                 try:
-                    return self._run(feeds)
+                    return self._run(feeds), size
                 finally:
                     inline.observe(size, time.perf_counter() - started, inline=True)
+        return None, size
+
+    async def queued(self, feeds: Mapping[str, npt.NDArray[Any]], size: int = 0) -> Arrays:
+        """The outputs of a run on a thread, batched with whatever is queued beside it."""
         loop = asyncio.get_running_loop()
         if not self._tasks:
             self._tasks = [
