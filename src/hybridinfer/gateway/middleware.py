@@ -25,7 +25,8 @@ from hybridinfer.observe.logs import request_context
 from hybridinfer.server.responses import error_response, new_request_id, valid_request_id
 
 log = logging.getLogger("hybridinfer.gateway")
-access_log = logging.getLogger("hybridinfer.access")
+ACCESS_LOGGER = "hybridinfer.access"
+access_log = logging.getLogger(ACCESS_LOGGER)
 
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/ui", "/openapi.json"})
 # Signed object URLs carry their own HMAC authorisation (objectstore/filesystem.py); the
@@ -74,13 +75,16 @@ def log_access(scope: Scope, status: int) -> None:
     """One ``hybridinfer.access`` line (method, path, status, duration); the request id comes
     from the context ``request_scope`` set."""
     elapsed_ms = (time.perf_counter() - scope["state"]["started"]) * 1000.0
-    access_log.info(
-        "%s %s %d",
-        scope["method"],
-        scope["path"],
-        status,
-        extra={"status": status, "duration_ms": round(elapsed_ms, 3)},
-    )
+    # The record built here and handed to the logger's handlers, as ``access_log.info`` would
+    # after looking up its caller's frame (this function: its file is given instead) and
+    # copying ``extra`` in: a third of the line's cost, on every request.
+    record = logging.LogRecord(
+        ACCESS_LOGGER, logging.INFO, __file__, 0, "%s %s %d",
+        (scope["method"], scope["path"], status), None, "log_access",
+    )  # fmt: skip
+    record.status = status
+    record.duration_ms = round(elapsed_ms, 3)
+    access_log.handle(record)
 
 
 def envelope_for(exc: Exception, scope: Scope) -> HybridInferError | None:
