@@ -26,6 +26,7 @@ from bench.report_gateway import (
 from bench.report_hotpath import (
     decision_section,
     frontdoor_section,
+    pathwork_section,
     servers_section,
     shed_section,
 )
@@ -347,6 +348,7 @@ SECTIONS: list[tuple[str, str, Callable[[dict[str, Any]], Lines], str]] = [
     ("frontdoor", "1f. The front door: one callable for the middleware", frontdoor_section, ""),
     ("servers", "1g. uvicorn against Granian", servers_section, ""),
     ("loop_stalls", "1h. Event-loop stalls at a steady rate", stalls_section, ""),
+    ("pathwork", "1i. The Python work of a request, counted", pathwork_section, ""),
     ("routing", "2. Routing quality: MMLU deferral curves", routing_section, "deferral curves"),
     ("cascade", "2b. Confidence cascades", cascade_section, "cascade curves"),
     ("node_throughput", "3. Node throughput vs batch size", throughput_section, "throughput"),

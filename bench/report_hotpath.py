@@ -208,3 +208,20 @@ def frontdoor_section(result: dict[str, Any]) -> Lines:
         ],
     )
     return lines
+
+
+def pathwork_section(result: dict[str, Any]) -> Lines:
+    total = result["instructions_per_request"]
+    rows = [
+        [layer, f"{count:.0f}", f"{count / total:.1%}"]
+        for layer, count in result["by_layer"].items()
+    ]
+    return [
+        f"{result['what']} (`bench/pathwork.py`, `sys.settrace`, {result['requests']} "
+        f"requests): **{total:.0f}** a request, {result['frames_per_request']:.0f} frames "
+        "entered or resumed. A count, not a time: it is the same on a busy machine and a "
+        "quiet one, so it compares two versions of the code where a CPU time cannot; it does "
+        "not see native work (the model's run, JSON, sockets).",
+        "",
+        *table(["layer", "instructions a request", "share"], rows),
+    ]

@@ -101,6 +101,13 @@ SECTIONS = (
         300,
     ),
     Section(
+        "pathwork",
+        "Python instructions per request, by layer",
+        ("-m", "bench.pathwork"),
+        "pathwork.json",
+        180,
+    ),
+    Section(
         "servers",
         "uvicorn against Granian",
         ("-m", "bench.servers"),
