@@ -87,3 +87,14 @@ def test_describe_places_attempts_after_the_arrival_and_carries_the_trace_id() -
     assert described["offsets_ms"] == {"route": 0.123}
     assert described["trace_id"] == TRACE
     assert (described["request_id"], described["status"]) == ("r1", "ok")
+
+
+def test_timings_are_rounded_to_the_microsecond_before_and_after_finishing() -> None:
+    trace = Trace(request_id="r")
+    trace.timings_ms.update(route=0.1234567, execute=2.0004999)
+    assert trace.rounded_timings() == {"route": 0.123, "execute": 2.0}  # the stages so far
+    trace.finish("ok")
+    rounded = trace.rounded_timings()
+    assert list(rounded) == [*STAGES, "total"]
+    assert rounded["route"] == 0.123 and rounded["decompose"] == 0.0
+    assert rounded == {name: round(trace.timings_ms[name], 3) for name in rounded}

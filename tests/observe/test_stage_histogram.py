@@ -39,3 +39,21 @@ def test_every_stage_is_exposed_before_it_is_observed() -> None:
     for stage in STAGES:
         count = registry.get_sample_value("hybridinfer_stage_seconds_count", {"stage": stage})
         assert count == 0.0
+
+
+def test_a_trace_s_timings_are_observed_in_seconds_stage_by_stage() -> None:
+    one, each = CollectorRegistry(), CollectorRegistry()
+    by_trace = StageHistogram("hybridinfer_stage_seconds", "Stage time.", one)
+    by_stage = StageHistogram("hybridinfer_stage_seconds", "Stage time.", each)
+    timings_ms = {"gateway": 0.1, "route": 0.25, "execute": 4.9, "total": 99.0}  # no decompose
+    by_trace.observe_trace(timings_ms)
+    for stage in ("gateway", "route", "execute"):
+        by_stage.observe(stage, timings_ms[stage] / 1000.0)
+    assert exposition_without_created(one) == exposition_without_created(each)
+    assert one.get_sample_value("hybridinfer_stage_seconds_count", {"stage": "decompose"}) == 0.0
+    assert (
+        one.get_sample_value(
+            "hybridinfer_stage_seconds_bucket", {"stage": "execute", "le": "0.005"}
+        )
+        == 1.0
+    )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -11,6 +13,15 @@ from hybridinfer.core.tracecontext import TraceContext, current_or_new
 
 STAGES = ("gateway", "decompose", "route", "execute", "aggregate")
 """Stage names, used alike in traces, timings, spans, metrics and logs."""
+_INNER_STAGES = STAGES[1:]
+_TIMING_ORDER = (*STAGES, "total")
+_TIMINGS = frozenset(_TIMING_ORDER)
+
+
+def _rounded(values: Iterable[float]) -> Iterator[float]:
+    """Each value to the µs (3 decimals of a ms), without a Python loop: a trace rounds a dozen
+    timings twice (its answer, its record)."""
+    return map(round, values, itertools.repeat(3))
 
 
 @dataclass(slots=True)
@@ -117,17 +128,20 @@ class Trace:
     def finish(self, status: str) -> None:
         """Close the trace: the total, and the gateway's own share of it."""
         total = (time.perf_counter() - self.started) * 1000.0
-        inner = sum(self.timings_ms.get(name, 0.0) for name in STAGES[1:])
-        self.timings_ms["gateway"] = max(0.0, total - inner)
-        self.timings_ms["total"] = total
-        for name in STAGES:
-            self.timings_ms.setdefault(name, 0.0)
+        timings = self.timings_ms
+        for name in _INNER_STAGES:
+            timings.setdefault(name, 0.0)
+        timings["gateway"] = max(0.0, total - sum(map(timings.__getitem__, _INNER_STAGES)))
+        timings["total"] = total
         self.status = status
 
     def rounded_timings(self) -> dict[str, float]:
         """Stage timings in request-path order, then ``total``."""
-        order = (*STAGES, "total")
-        return {name: round(self.timings_ms[name], 3) for name in order if name in self.timings_ms}
+        timings = self.timings_ms
+        if timings.keys() >= _TIMINGS:  # finished: all there (map and zip: no Python loop)
+            values = _rounded(map(timings.__getitem__, _TIMING_ORDER))
+            return dict(zip(_TIMING_ORDER, values, strict=True))
+        return {name: round(timings[name], 3) for name in _TIMING_ORDER if name in timings}
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -139,7 +153,9 @@ class Trace:
             "decisions": self.decisions,
             "attempts": [attempt.describe(self.started) for attempt in self.attempts],
             "timings_ms": self.rounded_timings(),
-            "offsets_ms": {name: round(value, 3) for name, value in self.offsets_ms.items()},
+            "offsets_ms": dict(
+                zip(self.offsets_ms, _rounded(self.offsets_ms.values()), strict=True)
+            ),
             "error": self.error,
             "policy_version": self.policy_version,
             "trace_id": self.context.trace_id_hex,

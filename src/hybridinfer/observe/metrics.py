@@ -158,6 +158,16 @@ class StageHistogram(Collector):
         self._counts[stage][bisect.bisect_left(self._bounds, seconds)] += 1
         self._sums[stage] += seconds
 
+    def observe_trace(self, timings_ms: Mapping[str, float]) -> None:
+        """Count each stage a trace timed (its ``timings_ms``, in ms)."""
+        bounds, counts, sums = self._bounds, self._counts, self._sums
+        for stage in STAGES:
+            elapsed_ms = timings_ms.get(stage)
+            if elapsed_ms is not None:
+                seconds = elapsed_ms / 1000.0
+                counts[stage][bisect.bisect_left(bounds, seconds)] += 1
+                sums[stage] += seconds
+
     def collect(self) -> Iterator[Metric]:
         family = HistogramMetricFamily(self._name, self._documentation, labels=["stage"])
         for stage, counts in self._counts.items():
@@ -224,12 +234,7 @@ class RequestMetrics:
         self._requests(trace.task or "unknown", tier, trace.status).inc()
         if trace.policy_version is not None:
             self._policies(trace.policy_version).inc()
-        timings = trace.timings_ms
-        observe = self.stage_seconds.observe
-        for stage in STAGES:
-            elapsed = timings.get(stage)
-            if elapsed is not None:
-                observe(stage, elapsed / 1000.0)
+        self.stage_seconds.observe_trace(trace.timings_ms)
 
 
 class PlaneCollector(Collector):
