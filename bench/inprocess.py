@@ -21,6 +21,7 @@ from hybridinfer.control.plane import ControlPlane
 from hybridinfer.core.heap import freeze_startup_heap
 from hybridinfer.modelzoo import build_models
 from hybridinfer.observe.logs import configure_logging
+from hybridinfer.server.listener import new_event_loop
 from hybridinfer.settings import Settings
 
 KEY = "bench-admin-key-0123456789"
@@ -60,14 +61,22 @@ async def started_plane(data_dir: Path, **overrides: Any) -> AsyncIterator[Contr
         await plane.stop()
 
 
+async def _awaited(awaitable: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+    return await awaitable
+
+
 def run_in_process(run: Callable[[Path], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-    """``run(data_dir)`` with the access log on into ``/dev/null``; the result gains the load
-    average (1, 5, 15 min) before and after."""
+    """``run(data_dir)`` on the served event loop (uvloop, ``server/listener.py``) with the
+    access log on into ``/dev/null``; the result gains the load average (1, 5, 15 min) before
+    and after."""
     load_before = os.getloadavg()
     with open(os.devnull, "w") as sink:
         configure_logging("info", "json", sink)
-        with tempfile.TemporaryDirectory() as data_dir:
-            result = asyncio.run(run(Path(data_dir)))
+        with (
+            tempfile.TemporaryDirectory() as data_dir,
+            asyncio.Runner(loop_factory=new_event_loop) as runner,
+        ):
+            result: dict[str, Any] = runner.run(_awaited(run(Path(data_dir))))
     result["load_before"] = [round(x, 2) for x in load_before]
     result["load_after"] = [round(x, 2) for x in os.getloadavg()]
     return result

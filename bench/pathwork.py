@@ -8,12 +8,13 @@ compared on any machine, a change of a few percent included. It does not see nat
 benches (``shed_cost``, ``local_overhead``, ``gateway_overhead``) stay the measure of time.
 
 The local sentiment request of ``bench/shed_cost.py`` is driven through the gateway's ASGI app
-in this process (as ``shed_cost`` does), warmed, and then ``REQUESTS`` of them are run under
-``sys.settrace`` with per-instruction events, their trace-sink bookkeeping included (it runs
-after the answer). Each instruction is charged to the layer of the innermost frame that belongs
-to a known layer (``bench/profile_gateway.py``'s table, so the two read alike), the frames of
-the standard library (logging, dataclass ``__init__``, enum, contextlib) to the layer that
-called them, asyncio's own to the event loop.
+in this process (as ``shed_cost`` does), on the served event loop (uvloop: its own work is C,
+not counted, as it is not Python in a served gateway either), warmed, and then ``REQUESTS``
+of them are run under ``sys.settrace`` with per-instruction events, their trace-sink
+bookkeeping included (it runs after the answer). Each instruction is charged to the layer of
+the innermost frame that belongs to a known layer (``bench/profile_gateway.py``'s table, so the
+two read alike), the frames of the standard library (logging, dataclass ``__init__``, enum,
+contextlib) to the layer that called them, asyncio's own to the event loop.
 
     python -m bench.pathwork
 """
