@@ -16,8 +16,9 @@ runs only for the inputs of subtasks the router could place in the public zone.
 from __future__ import annotations
 
 import functools
+import re
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,9 @@ from hybridinfer.privacy.detect import Detector, default_detector, standard_reco
 
 JSON_DEPTH = 4
 """How deep JSON inside JSON strings is read (each level is a string holding JSON)."""
+_JSON_START = re.compile(r"\s*[\[{]")
+"""A string that may hold JSON: its first character past any white space opens an object or a
+list (matched in place, without a stripped copy of a long message)."""
 
 
 @functools.lru_cache(maxsize=32)
@@ -38,26 +42,33 @@ def detector_for(phone_regions: tuple[str, ...]) -> Detector:
     return Detector(standard_recognisers(phone_regions))
 
 
-def strings_in(value: Any, depth: int = 0) -> Iterator[str]:
+def strings_in(value: Any) -> list[str]:
     """Every string in ``value``: itself, list items and dictionary keys and values, at any
     depth; whole numbers as their digits (a phone number sent as a JSON number); and the
     strings of JSON held in a string (a tool call's arguments, a tool's result), read again
     as JSON, up to ``JSON_DEPTH`` deep. A field added to a request schema later is scanned
-    without a change here."""
+    without a change here. Gathered into one list by plain recursion: a generator at every
+    level of a chat's messages cost more than reading them."""
+    found: list[str] = []
+    _gather(value, 0, found)
+    return found
+
+
+def _gather(value: Any, depth: int, found: list[str]) -> None:
     if isinstance(value, str):
-        yield value
-        if depth < JSON_DEPTH and value.lstrip()[:1] in ("{", "["):
-            yield from strings_in(_json_in(value), depth + 1)
+        found.append(value)
+        if depth < JSON_DEPTH and _JSON_START.match(value) is not None:
+            _gather(_json_in(value), depth + 1, found)
     elif isinstance(value, int) and not isinstance(value, bool):
-        yield str(value)
+        found.append(str(value))
     elif isinstance(value, Mapping):
         for key, item in value.items():
             if isinstance(key, str):
-                yield key
-            yield from strings_in(item, depth)
+                found.append(key)
+            _gather(item, depth, found)
     elif isinstance(value, list | tuple):
         for item in value:
-            yield from strings_in(item, depth)
+            _gather(item, depth, found)
 
 
 def _json_in(text: str) -> Any:

@@ -80,6 +80,24 @@ def resolve(
     return done[source].outputs.get(name)
 
 
+def resolve_inputs(
+    inputs: Mapping[str, Any],
+    request_inputs: Mapping[str, Any],
+    done: Mapping[str, SubtaskResult],
+) -> dict[str, Any]:
+    """A subtask's inputs, each reference resolved (``resolve``). One loop, no call per input:
+    a chat's subtask has eleven, most of them absent from the request."""
+    resolved: dict[str, Any] = {}
+    for name, value in inputs.items():
+        if value.__class__ is str and value[:1] == "$":
+            source, field = split_reference(value)
+            value = (
+                request_inputs.get(field) if source == "inputs" else done[source].outputs.get(field)
+            )
+        resolved[name] = value
+    return resolved
+
+
 @dataclass(frozen=True, slots=True)
 class Admission:
     """Per-node admission: slots in flight and the bound of the queue waiting for one."""
@@ -197,9 +215,7 @@ class Executor:
         gate: PrivacyGate | None = None,
         reuse: ReuseRequest | None = None,
     ) -> SubtaskResult:
-        inputs = {
-            name: resolve(value, request_inputs, done) for name, value in subtask.inputs.items()
-        }
+        inputs = resolve_inputs(subtask.inputs, request_inputs, done)
         reused = await self._reused(subtask, decision, inputs, reuse)
         if reused is not None:
             return reused

@@ -18,7 +18,7 @@ from hybridinfer.core.trace import Attempt, Trace
 from hybridinfer.errors import HybridInferError, InvalidRequest, UpstreamError
 from hybridinfer.execute.attempts import Step, chain, close_attempt, open_attempt, time_left
 from hybridinfer.execute.chain import ChainRunner
-from hybridinfer.execute.executor import resolve
+from hybridinfer.execute.executor import resolve_inputs
 from hybridinfer.execute.gate import PrivacyGate
 from hybridinfer.execute.retry import Retries
 from hybridinfer.execute.spend import SpendGuard
@@ -123,9 +123,7 @@ class StreamExecutor:
     ) -> TokenStream:
         """The first deployment of the chain that produced a token (each retried while the
         deadline allows); raises the last error. ``gate`` clears each public-zone call."""
-        inputs = {
-            name: resolve(value, request_inputs, {}) for name, value in subtask.inputs.items()
-        }
+        inputs = resolve_inputs(subtask.inputs, request_inputs, {})
 
         async def attempt(step: Step) -> TokenStream:
             return await self._attempt(subtask, step, inputs, trace, deadline, gate)

@@ -18,7 +18,7 @@ from hybridinfer.decompose.decomposer import Decomposer
 from hybridinfer.decompose.names import NameCheck
 from hybridinfer.decompose.privacy import apply_privacy_modes, detector_for
 from hybridinfer.errors import HybridInferError, InvalidRequest
-from hybridinfer.execute.executor import Executor, SubtaskResult, resolve
+from hybridinfer.execute.executor import Executor, SubtaskResult, resolve_inputs
 from hybridinfer.execute.gate import PrivacyGate
 from hybridinfer.execute.reuse import ReuseRequest
 from hybridinfer.execute.streaming import StreamExecutor, TokenStream
@@ -227,7 +227,7 @@ class Pipeline:
                 )
                 decision = pin(decided, request.options.model)
             reuse = self._reuse(request, plan, trace)
-            inputs = {name: resolve(v, request.inputs, {}) for name, v in subtask.inputs.items()}
+            inputs = resolve_inputs(subtask.inputs, request.inputs, {})
             found = (
                 None if reuse is None else await answers.lookup(subtask, decision, inputs, reuse)
             )
