@@ -14,7 +14,9 @@ of them are run under ``sys.settrace`` with per-instruction events, their trace-
 bookkeeping included (it runs after the answer). Each instruction is charged to the layer of
 the innermost frame that belongs to a known layer (``bench/profile_gateway.py``'s table, so the
 two read alike), the frames of the standard library (logging, dataclass ``__init__``, enum,
-contextlib) to the layer that called them, asyncio's own to the event loop.
+contextlib) to the layer that called them, asyncio's own to the event loop. Work on a timer
+(the trace writer's batches to SQL) lands in the window by time, not by request: it moves the
+count by a few percent from run to run (the ``state`` layer); the rest repeats exactly.
 
     python -m bench.pathwork
 """
