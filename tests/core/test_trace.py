@@ -96,5 +96,6 @@ def test_timings_are_rounded_to_the_microsecond_before_and_after_finishing() -> 
     trace.finish("ok")
     rounded = trace.rounded_timings()
     assert list(rounded) == [*STAGES, "total"]
-    assert rounded["route"] == 0.123 and rounded["decompose"] == 0.0
+    assert rounded["route"] == 0.123
+    assert rounded["decompose"] == 0.0
     assert rounded == {name: round(trace.timings_ms[name], 3) for name in rounded}
