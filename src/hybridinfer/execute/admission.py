@@ -100,8 +100,7 @@ class PriorityLimiter:
         )
 
     async def _acquire(self, priority: int, wait: bool) -> None:
-        if self._in_flight < self._limit and not self._waiting:
-            self._in_flight += 1
+        if self.take_free():
             return
         if not wait:
             raise self._shed(f"all {self._limit} slots are busy")

@@ -68,25 +68,14 @@ class SubtaskResult:
     """The cached answer it reused (``answers/stage.py``); None when it was computed."""
 
 
-def resolve(
-    value: Any, request_inputs: Mapping[str, Any], done: Mapping[str, SubtaskResult]
-) -> Any:
-    """A ``$source.field`` reference's value; anything else is returned as it is."""
-    if not (isinstance(value, str) and value.startswith("$")):
-        return value
-    source, name = split_reference(value)
-    if source == "inputs":
-        return request_inputs.get(name)
-    return done[source].outputs.get(name)
-
-
 def resolve_inputs(
     inputs: Mapping[str, Any],
     request_inputs: Mapping[str, Any],
     done: Mapping[str, SubtaskResult],
 ) -> dict[str, Any]:
-    """A subtask's inputs, each reference resolved (``resolve``). One loop, no call per input:
-    a chat's subtask has eleven, most of them absent from the request."""
+    """``inputs`` with each ``$source.field`` reference replaced by its value (a request input,
+    or a finished subtask's output); anything else as it is. One loop, no call per input: a
+    chat's subtask has eleven, most of them absent from the request."""
     resolved: dict[str, Any] = {}
     for name, value in inputs.items():
         if value.__class__ is str and value[:1] == "$":

@@ -7,7 +7,7 @@ from typing import Any
 
 from hybridinfer.core.plan import Plan
 from hybridinfer.errors import HybridInferError
-from hybridinfer.execute.executor import SubtaskResult, resolve
+from hybridinfer.execute.executor import SubtaskResult, resolve_inputs
 from hybridinfer.privacy.scrub import scrub
 
 
@@ -52,13 +52,12 @@ def aggregate(
             assert result.error is not None
             raise result.error
         status = "partial"
-    outputs: dict[str, Any] = {}
-    for name, reference in plan.outputs.items():
-        source = reference[1:].split(".", 1)[0]
-        if source != "inputs" and results[source].status != "ok":
-            continue
-        outputs[name] = resolve(reference, request_inputs, results)
-    return status, outputs
+    answered = {
+        name: reference
+        for name, reference in plan.outputs.items()
+        if (source := reference[1:].split(".", 1)[0]) == "inputs" or results[source].status == "ok"
+    }
+    return status, resolve_inputs(answered, request_inputs, results)
 
 
 __all__ = ["HybridInferError", "aggregate", "summarise"]
