@@ -29,6 +29,7 @@ from bench.report_hotpath import (
     pathwork_section,
     servers_section,
     shed_section,
+    upstream_client_section,
 )
 
 DOCUMENT = REPO / "docs" / "benchmarks.md"
@@ -349,6 +350,7 @@ SECTIONS: list[tuple[str, str, Callable[[dict[str, Any]], Lines], str]] = [
     ("servers", "1g. uvicorn against Granian", servers_section, ""),
     ("loop_stalls", "1h. Event-loop stalls at a steady rate", stalls_section, ""),
     ("pathwork", "1i. The Python work of a request, counted", pathwork_section, ""),
+    ("upstream_client", "1j. The upstream call: two HTTP clients", upstream_client_section, ""),
     ("routing", "2. Routing quality: MMLU deferral curves", routing_section, "deferral curves"),
     ("cascade", "2b. Confidence cascades", cascade_section, "cascade curves"),
     ("node_throughput", "3. Node throughput vs batch size", throughput_section, "throughput"),

@@ -212,16 +212,69 @@ def frontdoor_section(result: dict[str, Any]) -> Lines:
 
 def pathwork_section(result: dict[str, Any]) -> Lines:
     total = result["instructions_per_request"]
-    rows = [
-        [layer, f"{count:.0f}", f"{count / total:.1%}"]
-        for layer, count in result["by_layer"].items()
-    ]
-    return [
+    chat = result.get("chat")
+    lines = [
         f"{result['what']} (`bench/pathwork.py`, `sys.settrace`, {result['requests']} "
         f"requests): **{total:.0f}** a request, {result['frames_per_request']:.0f} frames "
         "entered or resumed. A count, not a time: it is the same on a busy machine and a "
         "quiet one, so it compares two versions of the code where a CPU time cannot; it does "
         "not see native work (the model's run, JSON, sockets).",
         "",
-        *table(["layer", "instructions a request", "share"], rows),
+    ]
+    if chat is None:  # a record from before the chat was counted
+        rows = [
+            [layer, f"{count:.0f}", f"{count / total:.1%}"]
+            for layer, count in result["by_layer"].items()
+        ]
+        return [*lines, *table(["layer", "instructions a request", "share"], rows)]
+    chat_total = chat["instructions_per_request"]
+    layers = list(dict.fromkeys([*chat["by_layer"], *result["by_layer"]]))
+    rows = [
+        [
+            layer,
+            f"{result['by_layer'].get(layer, 0.0):.0f}",
+            f"{chat['by_layer'].get(layer, 0.0):.0f}",
+            f"{chat['by_layer'].get(layer, 0.0) / chat_total:.1%}",
+        ]
+        for layer in layers
+    ]
+    rows.append(["**total**", f"**{total:.0f}**", f"**{chat_total:.0f}**", ""])
+    return [
+        *lines,
+        f"Beside it, {chat['what']}: **{chat_total:.0f}** a request, "
+        f"{chat['frames_per_request']:.0f} frames.",
+        "",
+        *table(["layer", "local sentiment", "pinned chat", "chat share"], rows),
+    ]
+
+
+def upstream_client_section(result: dict[str, Any]) -> Lines:
+    rows = [
+        [
+            name,
+            f"{row['instructions_per_call']:.0f}",
+            f"{row['cpu_us']:.1f}",
+            f"{row['p50_ms']:.3f}",
+            f"{row['p99_ms']:.3f}",
+        ]
+        for name, row in result["rows"].items()
+    ]
+    ratios = result["ratios"]
+    return [
+        f"{result['what']} (`bench/upstream_client.py`). The request path's remote calls go "
+        "through `backends/httpclient.py`; aiohttp still carries streamed answers and the "
+        "calls off the path.",
+        "",
+        *table(
+            [
+                "client",
+                "Python instructions a call",
+                "CPU µs a call",
+                "round trip p50 ms",
+                "p99 ms",
+            ],
+            rows,
+        ),
+        f"aiohttp took {ratios['instructions']} times the instructions of the request path's "
+        f"client, {ratios['cpu']} times its CPU and {ratios['p50']} times its round trip at p50.",
     ]

@@ -108,6 +108,13 @@ SECTIONS = (
         180,
     ),
     Section(
+        "upstream_client",
+        "The upstream call: aiohttp against the request path's client",
+        ("-m", "bench.upstream_client"),
+        "upstream_client.json",
+        300,
+    ),
+    Section(
         "servers",
         "uvicorn against Granian",
         ("-m", "bench.servers"),

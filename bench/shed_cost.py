@@ -89,22 +89,25 @@ def inner_stack(plane: ControlPlane) -> Starlette:
     )
 
 
-async def call(app: ASGIApp, index: int) -> tuple[int, dict[bytes, bytes], bytes]:
+async def call(
+    app: ASGIApp, index: int, path: str = "/v1/infer", body: bytes = BODY
+) -> tuple[int, dict[bytes, bytes], bytes]:
+    """One POST of ``body`` to ``path`` through ``app``, as a served request arrives."""
     scope = {
         "type": "http",
         "asgi": {"version": "3.0"},
         "http_version": "1.1",
         "method": "POST",
         "scheme": "http",
-        "path": "/v1/infer",
-        "raw_path": b"/v1/infer",
+        "path": path,
+        "raw_path": path.encode(),
         "query_string": b"",
         "root_path": "",
         "headers": [
             (b"host", b"127.0.0.1"),
             (b"authorization", f"Bearer {KEY}".encode()),
             (b"content-type", b"application/json"),
-            (b"content-length", str(len(BODY)).encode()),
+            (b"content-length", str(len(body)).encode()),
             (b"x-request-id", f"bench-{index}".encode()),
         ],
         "client": ("127.0.0.1", 40000),
@@ -118,7 +121,7 @@ async def call(app: ASGIApp, index: int) -> tuple[int, dict[bytes, bytes], bytes
         if delivered:
             await asyncio.sleep(3600)
         delivered = True
-        return {"type": "http.request", "body": BODY, "more_body": False}
+        return {"type": "http.request", "body": body, "more_body": False}
 
     async def send(message: Message) -> None:
         sent.append(message)

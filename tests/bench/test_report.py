@@ -634,3 +634,51 @@ def test_a_refusal_is_judged_as_the_gateway_serves_it() -> None:
     assert "7.0% over HTTP: **met**" in lines[-2]
     assert "the client in a process of its own" in lines[0]
     assert any("refused by the server's protocol" in line and "70.0" in line for line in lines)
+
+
+def test_the_two_upstream_clients_are_shown_side_by_side_with_their_ratios() -> None:
+    from bench.report_hotpath import upstream_client_section
+
+    def row(instructions: float, cpu_us: float, p50_ms: float) -> dict[str, Any]:
+        return {
+            "instructions_per_call": instructions,
+            "cpu_us": cpu_us,
+            "p50_ms": p50_ms,
+            "p99_ms": p50_ms * 2,
+        }
+
+    result = {
+        "what": "one POST",
+        "rows": {"aiohttp": row(3787.0, 131.0, 0.18), "httpclient": row(511.0, 41.6, 0.093)},
+        "ratios": {"instructions": 7.41, "cpu": 3.15, "p50": 1.94},
+    }
+    text = "\n".join(upstream_client_section(result))
+    assert "| aiohttp | 3787 | 131.0 | 0.180 | 0.360 |" in text
+    assert "| httpclient | 511 | 41.6 | 0.093 | 0.186 |" in text
+    assert "7.41 times the instructions" in text
+    assert "3.15 times its CPU and 1.94 times its round trip" in text
+
+
+def test_the_pinned_chat_is_counted_beside_the_local_request_layer_by_layer() -> None:
+    from bench.report_hotpath import pathwork_section
+
+    local = {
+        "what": "POST /v1/infer",
+        "requests": 300,
+        "instructions_per_request": 1000.0,
+        "frames_per_request": 40.0,
+        "by_layer": {"execute": 600.0, "model (onnxruntime)": 400.0},
+    }
+    older = "\n".join(pathwork_section(local))
+    assert "| execute | 600 | 60.0% |" in older
+    chat = {
+        "what": "the chat",
+        "instructions_per_request": 1500.0,
+        "frames_per_request": 50.0,
+        "by_layer": {"execute": 900.0, "backend + upstream client": 600.0},
+    }
+    text = "\n".join(pathwork_section({**local, "chat": chat}))
+    assert "| execute | 600 | 900 | 60.0% |" in text
+    assert "| backend + upstream client | 0 | 600 | 40.0% |" in text
+    assert "| model (onnxruntime) | 400 | 0 | 0.0% |" in text
+    assert "| **total** | **1000** | **1500** |  |" in text
