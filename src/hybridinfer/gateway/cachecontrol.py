@@ -8,6 +8,7 @@ from typing import Any
 from starlette.requests import Request
 
 from hybridinfer.core.schemas import InferRequest
+from hybridinfer.server.responses import request_header
 
 CACHE_HEADER = "X-Hybridinfer-Cache"
 """``hit``, ``semantic;similarity=0.97`` or ``miss``."""
@@ -16,7 +17,9 @@ CACHE_HEADER = "X-Hybridinfer-Cache"
 def with_cache_control(body: InferRequest, request: Request) -> InferRequest:
     """``Cache-Control: no-store`` turns reuse off, ``no-cache`` refreshes (a body's own
     ``cache`` option other than ``auto`` stands)."""
-    header = request.headers.get("cache-control", "").lower()
+    header = (request_header(request.scope, b"cache-control") or "").lower()
+    if not header:
+        return body
     directives = {part.strip().split("=", 1)[0] for part in header.split(",")}
     mode = "off" if "no-store" in directives else "refresh" if "no-cache" in directives else None
     if mode is None or body.options.cache != "auto":

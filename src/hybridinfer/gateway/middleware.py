@@ -22,7 +22,12 @@ from hybridinfer.control.ratelimit import RateLimiter
 from hybridinfer.core.tracecontext import TraceContext
 from hybridinfer.errors import HybridInferError, MethodNotAllowed, NotFound, Unauthorized
 from hybridinfer.observe.logs import request_context
-from hybridinfer.server.responses import error_response, new_request_id, valid_request_id
+from hybridinfer.server.responses import (
+    error_response,
+    new_request_id,
+    request_header,
+    valid_request_id,
+)
 
 log = logging.getLogger("hybridinfer.gateway")
 ACCESS_LOGGER = "hybridinfer.access"
@@ -36,18 +41,11 @@ QUIET_PATHS = frozenset({"/healthz", "/readyz"})
 """Probed every few seconds by orchestrators: not worth an access line each."""
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope["headers"]:
-        if key == name:
-            return str(value.decode("latin-1"))
-    return None
-
-
 def assign_request_id(scope: Scope) -> str:
     """Echo the caller's ``X-Request-ID`` (if well-formed) or make one; stamp arrival time
     (unless the shedder already did, before the request's wait for a slot)."""
     started = time.perf_counter()
-    given = _header(scope, b"x-request-id")
+    given = request_header(scope, b"x-request-id")
     request_id = given if given is not None and valid_request_id(given) else new_request_id()
     state = scope.setdefault("state", {})
     state["request_id"] = request_id
@@ -58,7 +56,7 @@ def assign_request_id(scope: Scope) -> str:
 def request_scope(scope: Scope, request_id: str) -> AbstractContextManager[TraceContext]:
     """Request and trace ids (the caller's W3C ``traceparent`` joined) in context variables
     for log lines and outgoing calls."""
-    return request_context(request_id, _header(scope, b"traceparent"))
+    return request_context(request_id, request_header(scope, b"traceparent"))
 
 
 def stamp_request_id(message: Message, encoded: bytes) -> None:
@@ -109,7 +107,7 @@ async def authenticate(scope: Scope, keys: KeyRing) -> None:
     path = scope["path"]
     if path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES):
         return
-    authorization = _header(scope, b"authorization")
+    authorization = request_header(scope, b"authorization")
     if authorization is None:
         raise Unauthorized("missing API key: send 'Authorization: Bearer <key>'")
     scheme, _, token = authorization.partition(" ")

@@ -15,12 +15,13 @@ from hybridinfer.core.trace import Trace
 from hybridinfer.errors import Forbidden, InvalidInput
 from hybridinfer.gateway.cachecontrol import cache_header, with_cache_control
 from hybridinfer.gateway.state import json_of, nodes_of, options_of, pipeline_of, traces_of
-from hybridinfer.server.responses import JSON, parse_body
+from hybridinfer.server.responses import JSON, parse_body, request_header
 from hybridinfer.server.serving import client_certificate
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 ROUTING_KEY_HEADER = "X-Routing-Key"
+ROUTING_KEY_HEADER_LOWER = ROUTING_KEY_HEADER.lower().encode()
 """Sent by a caller who wants its requests on one side of a canary (a user or session id)."""
 POLICY_HEADER = "X-Hybridinfer-Policy"
 """The policy version that decided the request (a canary's, for its share of traffic)."""
@@ -76,7 +77,7 @@ def request_trace(request: Request) -> Trace:
     """A new trace for the request, carrying the caller's routing key if it sent one."""
     state = request.state
     trace = Trace(request_id=state.request_id, started=state.started, key_id=state.principal.key_id)
-    trace.routing_key = request.headers.get(ROUTING_KEY_HEADER) or None
+    trace.routing_key = request_header(request.scope, ROUTING_KEY_HEADER_LOWER) or None
     return trace
 
 

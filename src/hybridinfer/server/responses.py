@@ -10,6 +10,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import Scope
 
 from hybridinfer.errors import (
     HybridInferError,
@@ -21,6 +22,21 @@ from hybridinfer.privacy.scrub import scrub
 
 Body = TypeVar("Body", bound=BaseModel)
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+_HEADERS = "hybridinfer.headers"
+"""Where a request's scope keeps its headers as a dict once one has been looked up."""
+
+
+def request_header(scope: Scope, name: bytes) -> str | None:
+    """The value of the request header ``name`` (lower case), the first one if it came twice.
+
+    The headers become a dict on the first lookup and stay in the scope: a request looks up
+    half a dozen (id, key, trace context, length, cache control, routing key), and Starlette's
+    ``Headers`` walks the whole list in Python for each."""
+    headers = scope.get(_HEADERS)
+    if headers is None:
+        headers = scope[_HEADERS] = dict(reversed(scope["headers"]))  # the first one wins
+    value = headers.get(name)
+    return None if value is None else str(value.decode("latin-1"))
 
 
 class JSON(Response):
@@ -54,7 +70,7 @@ def new_request_id() -> str:
 
 async def read_body(request: Request, max_bytes: int) -> bytes:
     """The raw body; 413 as soon as it grows past ``max_bytes``."""
-    declared = request.headers.get("content-length")
+    declared = request_header(request.scope, b"content-length")
     if (
         declared is not None
         and declared.isascii()
