@@ -5,7 +5,7 @@ import time
 from hybridinfer.core.plan import Plan, Subtask
 from hybridinfer.core.trace import Trace
 from hybridinfer.errors import UpstreamUnavailable
-from hybridinfer.execute.executor import Executor
+from hybridinfer.execute.executor import Executor, SubtaskResult, resolve_inputs
 from hybridinfer.policy.document import CompiledPolicy, compile_policy
 from hybridinfer.route.router import RouteOptions, Router
 from hybridinfer.signals.ewma import Signals
@@ -114,3 +114,24 @@ async def test_passed_deadline_fails_fast() -> None:
     results = await executor.run(the_plan, decisions, {"text": "x"}, trace, time.monotonic() - 1)
     assert results["classify"].error.error_code == "deadline_exceeded"  # type: ignore[union-attr]
     assert backend.calls == []
+
+
+def test_inputs_resolve_from_the_request_and_finished_subtasks_in_their_order() -> None:
+    classify = Subtask("classify", "classification", None, {"text": "$inputs.text"})
+    done = {"classify": SubtaskResult(classify, "ok", {"label": "positive"})}
+    inputs = {"label": "$classify.label", "text": "$inputs.text", "tone": "$inputs.tone"}
+    for _ in range(2):  # the second time from the split references kept
+        resolved = resolve_inputs(inputs, {"text": "great"}, done)
+        assert resolved == {"label": "positive", "text": "great", "tone": None}
+        assert list(resolved) == ["label", "text", "tone"]
+
+
+def test_inputs_that_are_not_references_pass_as_they_are() -> None:
+    request = {"text": "great"}
+    assert resolve_inputs({"text": "$inputs.text", "k": 3}, request, {}) == {
+        "text": "great",
+        "k": 3,
+    }
+    listed = {"texts": ["a", "b"], "text": "$inputs.text"}  # a list cannot key the cache
+    assert resolve_inputs(listed, request, {}) == {"texts": ["a", "b"], "text": "great"}
+    assert resolve_inputs({"plain": "words"}, request, {}) == {"plain": "words"}

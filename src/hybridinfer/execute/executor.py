@@ -68,14 +68,49 @@ class SubtaskResult:
     """The cached answer it reused (``answers/stage.py``); None when it was computed."""
 
 
+Binding = tuple[str, str, str]
+"""An input's name, and the source (``inputs`` or a subtask id) and field it refers to."""
+
+
+@functools.lru_cache(maxsize=1024)
+def _bindings(items: tuple[tuple[str, Any], ...]) -> tuple[Binding, ...] | None:
+    """Every input's reference, split once per distinct set of inputs (a plan template's step:
+    the same for every request of its task); None if one input is not a reference."""
+    bindings: list[Binding] = []
+    for name, value in items:
+        if value.__class__ is not str or value[:1] != "$":
+            return None
+        bindings.append((name, *split_reference(value)))
+    return tuple(bindings)
+
+
 def resolve_inputs(
     inputs: Mapping[str, Any],
     request_inputs: Mapping[str, Any],
     done: Mapping[str, SubtaskResult],
 ) -> dict[str, Any]:
     """``inputs`` with each ``$source.field`` reference replaced by its value (a request input,
-    or a finished subtask's output); anything else as it is. One loop, no call per input: a
-    chat's subtask has eleven, most of them absent from the request."""
+    or a finished subtask's output); anything else as it is. A chat's subtask has eleven
+    inputs, most of them absent from the request, resolved up to three times a request: their
+    references are split once (``_bindings``) and read in one comprehension."""
+    try:
+        bindings = _bindings(tuple(inputs.items()))
+    except TypeError:  # a value that cannot be hashed: not a reference
+        bindings = None
+    if bindings is None:
+        return _resolve_each(inputs, request_inputs, done)
+    get = request_inputs.get
+    return {
+        name: get(field) if source == "inputs" else done[source].outputs.get(field)
+        for name, source, field in bindings
+    }
+
+
+def _resolve_each(
+    inputs: Mapping[str, Any],
+    request_inputs: Mapping[str, Any],
+    done: Mapping[str, SubtaskResult],
+) -> dict[str, Any]:
     resolved: dict[str, Any] = {}
     for name, value in inputs.items():
         if value.__class__ is str and value[:1] == "$":
