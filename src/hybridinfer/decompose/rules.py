@@ -131,10 +131,8 @@ def default_rules_path() -> Path:
 
 
 @functools.cache  # a rule table's few references, split on every request otherwise
-@functools.lru_cache(maxsize=4096)
 def split_reference(value: str) -> tuple[str, str]:
-    """``$classify.label`` → ``("classify", "label")``; the table was validated, so it matches.
-    Cached: the tables hold a few dozen references, read for every subtask of every request."""
+    """``$classify.label`` → ``("classify", "label")``; the table was validated, so it matches."""
     match = REFERENCE.match(value)
     assert match is not None, value
     return match["source"], match["field"]
