@@ -21,8 +21,8 @@ from hybridinfer.server.serving import client_certificate
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 ROUTING_KEY_HEADER = "X-Routing-Key"
-ROUTING_KEY_HEADER_LOWER = ROUTING_KEY_HEADER.lower().encode()
 """Sent by a caller who wants its requests on one side of a canary (a user or session id)."""
+_ROUTING_KEY = ROUTING_KEY_HEADER.lower().encode()
 POLICY_HEADER = "X-Hybridinfer-Policy"
 """The policy version that decided the request (a canary's, for its share of traffic)."""
 
@@ -77,7 +77,7 @@ def request_trace(request: Request) -> Trace:
     """A new trace for the request, carrying the caller's routing key if it sent one."""
     state = request.state
     trace = Trace(request_id=state.request_id, started=state.started, key_id=state.principal.key_id)
-    trace.routing_key = request_header(request.scope, ROUTING_KEY_HEADER_LOWER) or None
+    trace.routing_key = request_header(request.scope, _ROUTING_KEY) or None
     return trace
 
 

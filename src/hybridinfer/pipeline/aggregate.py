@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hybridinfer.core.plan import Plan
+from hybridinfer.decompose.rules import split_reference
 from hybridinfer.errors import HybridInferError
 from hybridinfer.execute.executor import SubtaskResult, resolve_inputs
 from hybridinfer.privacy.scrub import scrub
@@ -55,7 +56,7 @@ def aggregate(
     answered = {
         name: reference
         for name, reference in plan.outputs.items()
-        if (source := reference[1:].split(".", 1)[0]) == "inputs" or results[source].status == "ok"
+        if (source := split_reference(reference)[0]) == "inputs" or results[source].status == "ok"
     }
     return status, resolve_inputs(answered, request_inputs, results)
 
