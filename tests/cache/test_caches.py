@@ -52,3 +52,34 @@ async def test_counters_expire_with_their_window(cache: Cache) -> None:
     assert not (await cache.add_within([Counter("window", 1)], 1, ttl_s=0.2)).granted
     await asyncio.sleep(0.4)
     assert (await cache.add_within([Counter("window", 1)], 1, ttl_s=0.2)).granted
+
+
+async def test_racing_takes_get_exactly_what_fits(cache: Cache) -> None:
+    taken = await asyncio.gather(*(cache.take("units", 7, 100, 60) for _ in range(30)))
+    assert sum(taken) == 100
+    assert all(units in (0, 7) or 0 < units < 7 for units in taken)
+    assert await cache.read(["units"]) == (100.0,)
+
+
+async def test_a_take_keeps_the_slack_free_then_goes_one_by_one(cache: Cache) -> None:
+    assert await cache.take("slack", 50, 100, 60, slack=30) == 50
+    assert await cache.take("slack", 50, 100, 60, slack=30) == 20  # leaves 30 free
+    assert await cache.take("slack", 50, 100, 60, slack=30) == 1  # within the slack: one
+    assert await cache.read(["slack"]) == (71.0,)
+
+
+async def test_a_take_gives_back_before_it_takes(cache: Cache) -> None:
+    assert await cache.take("back", 10, 10, 60) == 10
+    assert await cache.take("back", 5, 10, 60) == 0
+    assert await cache.take("back", 5, 10, 60, give_back=3) == 3
+    assert await cache.take("back", 0, 10, 60, give_back=20) == 0  # never below zero
+    assert await cache.read(["back"]) == (0.0,)
+    assert await cache.take("absent", 0, 10, 60, give_back=4) == 0
+    assert await cache.read(["absent"]) == (0.0,)
+
+
+async def test_taken_units_expire_with_their_window(cache: Cache) -> None:
+    assert await cache.take("w", 1, 1, ttl_s=0.2) == 1
+    assert await cache.take("w", 1, 1, ttl_s=0.2) == 0
+    await asyncio.sleep(0.4)
+    assert await cache.take("w", 1, 1, ttl_s=0.2) == 1

@@ -2,9 +2,10 @@
 
 A cache holds short-lived values shared by the gateway replicas: rate-limit counters, spend
 counters and hot context. Counters move only through ``add_within``, one atomic
-check-and-add over several keys, so that replicas racing for the last unit of a limit get
-exactly what fits. Keys are plain strings; implementations prefix them (``prefix``) so that
-several deployments can share one server.
+check-and-add over several keys, and ``take``, one atomic give-back-and-take of whole units
+on one key: replicas racing for the last unit of a limit get exactly what fits. Keys are
+plain strings; implementations prefix them (``prefix``) so that several deployments can
+share one server.
 """
 
 from __future__ import annotations
@@ -54,6 +55,16 @@ class Cache(ABC):
         add nothing. A counter created here expires ``ttl_s`` seconds later."""
 
     @abstractmethod
+    async def take(
+        self, key: str, want: int, limit: int, ttl_s: float, give_back: int = 0, slack: int = 0
+    ) -> int:
+        """Atomically give back ``give_back`` units of counter ``key`` (not below 0), then add
+        and return up to ``want`` units that fit under ``limit``: all ``want`` while that
+        leaves ``slack`` units free, else as many as leave ``slack`` free, but at least one
+        while one fits. 0: nothing fits (``want`` 0 only gives back). A counter created here
+        expires ``ttl_s`` seconds later."""
+
+    @abstractmethod
     async def read(self, keys: Sequence[str]) -> tuple[float, ...]:
         """Current values of counters (0 for absent ones)."""
 
@@ -63,6 +74,14 @@ class Cache(ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release connections."""
+
+
+def units_to_take(current: float, want: int, limit: int, slack: int) -> int:
+    """What ``Cache.take`` grants a counter at ``current`` (the Redis script does the same)."""
+    room = int(limit - current)
+    if room < 1 or want < 1:
+        return 0
+    return min(want, max(1, room - slack))
 
 
 EPSILON = 1e-9

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from hybridinfer.cache.base import EPSILON, Addition, Cache, Counter
+from hybridinfer.cache.base import EPSILON, Addition, Cache, Counter, units_to_take
 
 
 class MemoryCache(Cache):
@@ -70,6 +70,17 @@ class MemoryCache(Cache):
             expires = self._values[counter.key][1] if counter.key in self._values else None
             self._values[counter.key] = (value + amount, expires or self._expiry(ttl_s))
         return Addition(True, tuple(value + amount for value in current))
+
+    async def take(
+        self, key: str, want: int, limit: int, ttl_s: float, give_back: int = 0, slack: int = 0
+    ) -> int:
+        current = max(0.0, self._number(key) - give_back)
+        granted = units_to_take(current, want, limit, slack)
+        if key in self._values or granted:
+            self._sweep()
+            expires = self._values[key][1] if key in self._values else None
+            self._values[key] = (current + granted, expires or self._expiry(ttl_s))
+        return granted
 
     async def read(self, keys: Sequence[str]) -> tuple[float, ...]:
         return tuple(self._number(key) for key in keys)

@@ -1,8 +1,8 @@
 """The Redis cache: counters and values shared by every gateway replica.
 
-``add_within`` is one Lua script, so the check and the add happen atomically on the server
-(Redis runs a script to completion before any other command). Every redis-py error is mapped
-into ``CacheUnavailable`` here; nothing from redis escapes.
+``add_within`` and ``take`` are Lua scripts, so the check and the add happen atomically on
+the server (Redis runs a script to completion before any other command). Every redis-py
+error is mapped into ``CacheUnavailable`` here; nothing from redis escapes.
 """
 
 from __future__ import annotations
@@ -44,6 +44,27 @@ end
 return result
 """
 
+# KEYS[1]: the counter. ARGV: want, limit, ttl in ms, give back, slack. Returns the units taken;
+# the arithmetic is ``cache.base.units_to_take``.
+TAKE = """
+local want, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
+local back, slack = tonumber(ARGV[4]), tonumber(ARGV[5])
+local stored = redis.call('GET', KEYS[1])
+local current = math.max(0, tonumber(stored or '0') - back)
+local room = math.floor(limit - current)
+local granted = 0
+if room >= 1 and want >= 1 then
+  granted = math.min(want, math.max(1, room - slack))
+end
+if stored or granted > 0 then
+  redis.call('SET', KEYS[1], tostring(current + granted), 'KEEPTTL')
+  if redis.call('PTTL', KEYS[1]) < 0 then
+    redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  end
+end
+return granted
+"""
+
 
 @asynccontextmanager
 async def redis_errors() -> AsyncIterator[None]:
@@ -68,6 +89,7 @@ class RedisCache(Cache):
             retry_on_timeout=False,
         )
         self._add_within = self._client.register_script(ADD_WITHIN)
+        self._take = self._client.register_script(TAKE)
 
     def _key(self, key: str) -> str:
         return self._prefix + key
@@ -101,6 +123,15 @@ class RedisCache(Cache):
             reply = await self._add_within(keys=keys, args=arguments)
         granted, *values = (float(item) for item in reply)
         return Addition(granted == 1.0, tuple(values))
+
+    async def take(
+        self, key: str, want: int, limit: int, ttl_s: float, give_back: int = 0, slack: int = 0
+    ) -> int:
+        ttl_ms = max(1, int(ttl_s * 1000))
+        arguments = [want, limit, ttl_ms, give_back, slack]
+        async with self._mapped():
+            granted = await self._take(keys=[self._key(key)], args=arguments)
+        return int(granted)
 
     async def read(self, keys: Sequence[str]) -> tuple[float, ...]:
         if not keys:
