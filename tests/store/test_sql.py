@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
+from hybridinfer.errors import StoreUnavailable
 from hybridinfer.store.sql import SqlStore
 
 
@@ -63,3 +66,27 @@ async def test_a_pooled_connection_is_pinged_on_postgresql_only(store: SqlStore)
     for _ in range(3):
         assert await store.ping()
     assert (len(pings) > 0) is store.url.startswith("postgresql")
+
+
+def _trace(request_id: str, subtask: str) -> dict[str, object]:
+    decision = {"subtask": subtask, "chosen": "m:1", "tier": "local", "policy_version": "p"}
+    return {
+        "request_id": request_id,
+        "task": "chat",
+        "status": "ok",
+        "created_at": 1.0,
+        "timings_ms": {"total": 2.5},
+        "decisions": [{**decision, "reason": "r"}],
+    }
+
+
+async def test_a_batch_of_traces_is_written_whole_or_not_at_all(store: SqlStore) -> None:
+    await store.save_traces([_trace("a", "s1"), _trace("b", "s2")])
+    assert sorted(t["request_id"] for t in await store.list_traces(10, None)) == ["a", "b"]
+    if store.url.startswith("postgresql"):  # SQLite does not bound a VARCHAR's length
+        with pytest.raises(StoreUnavailable):
+            await store.save_traces([_trace("c", "s3"), _trace("d", "x" * 200)])
+        assert await store.get_trace("c") is None  # the requests row went with the decision
+    trace = await store.get_trace("a")
+    assert trace is not None
+    assert trace["decisions"][0]["subtask"] == "s1"

@@ -135,6 +135,33 @@ async def test_a_flush_hands_the_store_batches_no_larger_than_it_asks(store: Sql
     assert sink.written == 17
 
 
+async def test_a_flush_writes_what_was_pending_not_what_arrives_meanwhile(
+    store: SqlStore,
+) -> None:
+    """Under load traces arrive during every write: a flush that chased them would write
+    batches of one or two, a transaction each."""
+    sizes: list[int] = []
+    save = store.save_traces
+    sink = TraceSink(store)
+
+    async def busy(traces: list[dict[str, object]]) -> None:
+        sizes.append(len(traces))
+        if len(sizes) <= 3:
+            sink.record(finished(f"meanwhile-{len(sizes)}"))
+            sink.settle()
+        await save(traces)
+
+    store.save_traces = busy  # type: ignore[method-assign]
+    store.trace_batch_size = 4
+    for index in range(10):
+        sink.record(finished(f"r{index}"))
+    await sink.flush()
+    assert sizes == [4, 4, 2]
+    assert sink.buffered == 3  # the next flush's
+    await sink.flush(everything=True)
+    assert sink.buffered == 0
+
+
 async def test_a_reader_sees_a_trace_recorded_in_its_own_step(store: SqlStore) -> None:
     """The recording waits for the step to end; a reader in that step does not."""
     sink = TraceSink(store)

@@ -131,7 +131,10 @@ class TraceSink:
             await self.flush(everything=True)
 
     async def flush(self, everything: bool = False, open_snapshots: bool = False) -> None:
-        """Write everything pending; on failure keep it for the next try. With
+        """Write what is pending when it starts (``everything``: until nothing is); on
+        failure keep it for the next try. Traces that arrive while it writes wait for the
+        next flush: chasing them wrote a batch of one or two per round trip under load
+        (~60 transactions a second from two workers at 400 RPS on PostgreSQL). With
         ``open_snapshots`` the signal snapshot of the second still open is written too (a
         replay reads the traces just written, whose decisions may point at it)."""
         self.settle()
@@ -146,11 +149,13 @@ class TraceSink:
             if self.retained is not None:
                 await self._flush_retained(self.retained)
             size = min(self._batch_size, self._store.trace_batch_size)
-            while self._pending:
-                batch = self._pending[:size]
+            due = len(self._pending)
+            while self._pending and (due > 0 or everything):
+                batch = self._pending[: min(size, due) if due > 0 else size]
                 await self._store.save_traces(batch)
                 del self._pending[: len(batch)]
                 self.written += len(batch)
+                due -= len(batch)
                 if self._pending:
                     await asyncio.sleep(0)  # requests run between batches
 
