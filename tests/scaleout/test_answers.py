@@ -172,8 +172,11 @@ NEAR_MISSES = [
 
 
 def test_near_miss_chats_miss_and_a_paraphrase_hits_across_replicas(
-    cluster: Launch, chat_model: RunningLlm, tmp_path: Path
+    minilm_models_dir: Path, cluster: Launch, chat_model: RunningLlm, tmp_path: Path
 ) -> None:
+    """(``minilm_models_dir`` builds the embedding model into the cluster's models folder:
+    without it a replica has no semantic lookup, and the test passed only after another
+    test had built it.)"""
     policy = tmp_path / "policy.yaml"
     text = default_policy_path().read_text().replace("version: default-4", "version: answers-1")
     policy.write_text(text + POLICY_TAIL % SEMANTIC_THRESHOLD)
@@ -189,7 +192,7 @@ def test_near_miss_chats_miss_and_a_paraphrase_hits_across_replicas(
         assert chat(second, original).headers[CACHE] == "hit"
         assert chat(second, near).headers[CACHE] == "miss", near
     paraphrase = chat(second, "Tell me what 2 + 2 is.")
-    assert paraphrase.headers[CACHE].startswith("semantic;similarity=0.")
+    assert paraphrase.headers[CACHE].startswith("semantic;similarity=0."), paraphrase.headers
     kept = chat(first, NEAR_MISSES[0][0]).json()["choices"][0]["message"]["content"]
     header, events = streamed_chat(second, NEAR_MISSES[0][0])
     assert header == "hit"
