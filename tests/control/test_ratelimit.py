@@ -50,8 +50,12 @@ async def test_the_window_resets_each_minute() -> None:
 async def test_leases_hold_the_limit_across_replicas_in_fewer_round_trips(cache: Cache) -> None:
     limit = 1_000
     limiters = [RateLimiter(limit, cache, lease=True) for _ in range(3)]
-    # Never over; nothing stranded while every replica is busy.
-    assert await admitted_at_once(limiters, "busy", 3 * limit) == limit
+    assert await cache.ping()  # connected before the bursts: a connect timing out is not this
+    # Never over; nothing stranded while every replica is busy. Bursts of 300 at once: a
+    # burst of thousands can starve the loop past the client's 0.5 s timeouts on a slow host.
+    admitted = [await admitted_at_once(limiters, "busy", 300) for _ in range(10)]
+    assert sum(admitted) == limit
+    assert limiters[0].cache_errors == limiters[1].cache_errors == limiters[2].cache_errors == 0
     assert await cache.read([f"ratelimit:busy:{int(time.time() // 60)}"]) == (float(limit),)
     takes = sum(limiter.takes for limiter in limiters)
     assert takes < limit / 4, takes
