@@ -94,10 +94,24 @@ def test_chinese_text_needs_no_spaces_around_the_values() -> None:
         "dot the i's and cross the t's",
         "y = weights @ inputs.transpose() + bias",  # a matrix product, not an address
         "return a @ b.T",
+        # Ids: a digit run glued to letters, or a UUID's all-digit groups, read as a phone
+        # number, a card or an ID before (each of these was taken for one).
+        "commit 0820465761be fixed it",
+        "id 08961759f46b4b62932ecc290fbc05ed",
+        "trace 0517441d-38da-477b-a522-908d1e29afc4",
+        "trace dd4d7e03-0686-4580-8ac7-020957bc8c94",
+        "job 1F8C5A7C-3664-4180-9181-CC71BB6E4728 failed",
+        "trace 2cff9c0d-5749-4205-9662-b9507af7e6b9",
     ],
 )
 def test_ignores_lookalikes(text: str) -> None:
     assert kinds(text) == []
+
+
+def test_values_beside_an_id_or_glued_to_another_script_are_still_found() -> None:
+    text = "job 0517441d-38da-477b-a522-908d1e29afc4: call 020 7946 0958, card 4111111111111111"
+    assert kinds(text) == [("PHONE", "020 7946 0958"), ("CARD", "4111111111111111")]
+    assert kinds("电话13812345678请回电") == [("PHONE", "13812345678")]
 
 
 def test_several_in_order() -> None:

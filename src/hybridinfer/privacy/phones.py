@@ -55,8 +55,11 @@ SCRIPT_REGIONS = (
 )
 _CANDIDATE = re.compile(
     r"(?<![0-9A-Za-z+])(?:\+|00)?\(?\d[\d \t().\-/]{5,24}\d"
-    r"(?:\s?(?:x|ext\.?|extension)\s?\d{1,6})?(?![0-9])"
+    r"(?:\s?(?:x|ext\.?|extension)\s?\d{1,6})?(?![0-9A-Za-z])"
 )
+"""A run of digits and the separators people write, alone in its word: letters glued to either
+end make it part of a token (a hex id, a hash, a UUID's group: ``0820465761be``), not a number
+someone wrote. Other scripts may touch it (Chinese text writes ``电话13812345678`` unspaced)."""
 _EXTENSION = re.compile(r"\s?(?:x|ext\.?|extension)\s?\d{1,6}$")
 _PHONE_SHAPED = re.compile(r"\(|0[1-9]|\d{1,4}(?:[ .-]\d{2,4}){2,}$")
 """How national numbers are written and other numbers are not: an area code in brackets, a
