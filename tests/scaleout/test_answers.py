@@ -26,7 +26,7 @@ from tests.conftest import ADMIN_KEY, auth
 from tests.llm.conftest import RunningLlm, require_llm_extra, start_llm
 from tests.peers import version_2_node
 from tests.scaleout.conftest import Gateway, Launch
-from tests.services import REDIS_URL, unique
+from tests.services import REDIS_URL, unique, unique_words
 
 pytestmark = pytest.mark.integration
 
@@ -59,7 +59,7 @@ def test_an_answer_kept_by_one_replica_serves_the_other_and_no_other_tenant(
     cluster: Launch,
 ) -> None:
     first, second = cluster(2, answer_cache="auto")
-    text = unique("the staff were lovely ")
+    text = unique_words("the staff were lovely ")
     computed = infer(first, text)
     assert computed.headers[CACHE] == "miss"
     reused = infer(second, text)
@@ -91,7 +91,7 @@ def test_a_sensitive_answer_stays_in_the_private_zone_store(cluster: Launch) -> 
     assert infer(first, declared, privacy="sensitive").headers[CACHE] == "hit"
     assert redis_keys(prefix + "answers:") == []
     assert redis_keys(prefix + "private-answers:") == []
-    infer(first, unique("plain words "))
+    infer(first, unique_words("plain words "))
     assert len(redis_keys(prefix + "answers:")) == 1  # the control: public answers do arrive
 
 
@@ -115,7 +115,7 @@ def version_2(models_dir: Path, tmp_path: Path) -> Iterator[dict[str, Any]]:
 
 def test_a_new_model_version_misses(cluster: Launch, version_2: dict[str, Any]) -> None:
     first, second = cluster(2, static_nodes=[version_2], answer_cache="auto")
-    text = unique("the food was cold ")
+    text = unique_words("the food was cold ")
     assert infer(first, text).json()["subtasks"][0]["model"] == "sentiment-small"
     assert infer(second, text).headers[CACHE] == "hit"
     with first.client() as client:
