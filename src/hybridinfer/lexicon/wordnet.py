@@ -139,14 +139,46 @@ class WordNet:
                 return found
         return word
 
+    def _fields(self, synset: Synset) -> list[bytes]:
+        """The synset's line in the data file up to its gloss, split on spaces."""
+        pos, offset = synset
+        line = self._search(self._data[pos], b"%08d" % offset)
+        return [] if line is None else line.split(b" | ", 1)[0].split()
+
+    @functools.lru_cache(maxsize=65536)  # noqa: B019 - one instance per process
+    def words(self, synset: Synset) -> tuple[str, ...]:
+        """The synset's lemmas, lowercase (``united_states``)."""
+        fields = self._fields(synset)
+        count = int(fields[3], 16) if fields else 0
+        return tuple(fields[4 + 2 * n].decode().lower() for n in range(count))
+
+    @functools.lru_cache(maxsize=16384)  # noqa: B019 - one instance per process
+    def instance_classes(self, name: str) -> tuple[frozenset[str], ...]:
+        """For each thing WordNet names ``name`` (a proper name: "Japan" the country and the
+        archipelago, "London" the city and the writer), its class and every class above it,
+        each by its first lemma: ``asian_country``, ``country``, ``administrative_district``,
+        …, ``entity``. Empty when WordNet names nothing so."""
+        senses = []
+        for synset in self.synsets(name):
+            if synset[0] != "n":
+                continue
+            frontier = [target for symbol, target in self.pointers(synset) if symbol == "@i"]
+            seen: set[Synset] = set()
+            while frontier:
+                found = frontier.pop()
+                if found not in seen:
+                    seen.add(found)
+                    frontier.extend(t for symbol, t in self.pointers(found) if symbol == "@")
+            if seen:
+                senses.append(frozenset(self.words(each)[0] for each in seen))
+        return tuple(senses)
+
     @functools.lru_cache(maxsize=65536)  # noqa: B019 - one instance per process
     def pointers(self, synset: Synset) -> tuple[tuple[str, Synset], ...]:
         """The synset's pointers: (symbol, target synset)."""
-        pos, offset = synset
-        line = self._search(self._data[pos], b"%08d" % offset)
-        if line is None:
+        fields = self._fields(synset)
+        if not fields:
             return ()
-        fields = line.split(b" | ", 1)[0].split()
         words = int(fields[3], 16)
         at = 4 + 2 * words
         count = int(fields[at])

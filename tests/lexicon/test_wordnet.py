@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from hybridinfer.answers.wordnet import WordNet, database, wordnet
+from hybridinfer.lexicon.wordnet import WordNet, database, wordnet
 
 
 @pytest.fixture(scope="module")
@@ -104,3 +104,14 @@ def test_base_forms(lexicon: WordNet, word: str, pos: str, lemma: str) -> None:
 def test_a_tagging_slip_still_finds_the_lemma(lexicon: WordNet) -> None:
     assert lexicon.lemma("euros", "v") == "euro"  # tagged a verb, found as a noun
     assert lexicon.lemma("kilometres", "v") == "kilometre"
+
+
+def test_a_proper_name_gives_the_classes_of_each_thing_it_names(lexicon: WordNet) -> None:
+    japan = lexicon.instance_classes("Japan")
+    assert any({"asian_country", "country"} <= classes for classes in japan)
+    assert any("archipelago" in classes for classes in japan)
+    london = lexicon.instance_classes("London")
+    assert any("city" in classes for classes in london)
+    assert any("person" in classes for classes in london)  # Jack London, the writer
+    assert lexicon.instance_classes("Rajpur Sonarpur") == ()
+    assert lexicon.instance_classes("table") == ()  # a common noun names no instance
