@@ -129,3 +129,20 @@ async def test_a_name_alone_keeps_the_request_private(
     )
     assert calm.status_code == 200, calm.text
     assert len(seen) == 1
+
+
+async def test_an_idea_named_after_someone_or_a_country_may_reach_the_public_node(
+    with_model: httpx.AsyncClient, seen: list[dict[str, str]]
+) -> None:
+    for text in ("Dijkstra's algorithm is elegant.", "The trains in Japan are wonderful."):
+        sent = await with_model.post("/v1/infer", json=infer(text, route="cloud"), headers=auth())
+        assert sent.status_code == 200, sent.text
+        trace = (
+            await with_model.get(f"/v1/traces/{sent.json()['request_id']}", headers=auth())
+        ).json()
+        assert trace["plan"]["privacy"]["kinds"] == {}
+    assert len(seen) == 2
+    beside = "Maria Gonzalez loves Dijkstra's algorithm and the trains in Japan."
+    refused = await with_model.post("/v1/infer", json=infer(beside, route="cloud"), headers=auth())
+    assert refused.status_code == 403, refused.text
+    assert len(seen) == 2
