@@ -106,11 +106,15 @@ def _tagged(analyzer: Any, doc: Any) -> Any:
     return doc
 
 
+_NOT_IN_NAMES = frozenset("@+#")
+
+
 def _plausible(span: str) -> bool:
-    """Names and places hold no digits and no ``@`` (the small model tags "Barcode 49587159"
-    a person; the pattern detectors own numbers and addresses), and a single word in lower
-    case is no name (it tags a lone "meh" a person); "john smith" still counts."""
-    if any(c.isdigit() or c == "@" for c in span) or not any(c.isalpha() for c in span):
+    """Names and places hold no digits, no ``@``, no ``+`` and no ``#`` (the small model tags
+    "Barcode 49587159" a person and "in C++" a place; the pattern detectors own numbers and
+    addresses; a slash may join two names, "Jane/John", and stays one), and a single word in
+    lower case is no name (it tags a lone "meh" a person); "john smith" still counts."""
+    if any(c.isdigit() or c in _NOT_IN_NAMES for c in span) or not any(c.isalpha() for c in span):
         return False
     return len(span.split()) > 1 or any(c.isupper() for c in span)
 
