@@ -56,11 +56,11 @@ def personal(doc: Any, spans: list[tuple[str, int, int]], text: str) -> list[Fin
     a proper noun and are personal data, in order."""
     found = []
     for kind, start, end in spans:
-        tokens = [token for token in doc if start <= token.idx < end]
-        proper = [i for i, token in enumerate(tokens) if token.pos_ == "PROPN"]
+        words = doc.char_span(start, end, alignment_mode="expand")
+        proper = [token for token in words or () if token.pos_ == "PROPN"]
         if not proper:
             continue  # it tags a sentence's first verb, "Summarise", a person
-        first, last = tokens[proper[0]], tokens[proper[-1]]
+        first, last = proper[0], proper[-1]
         name = text[first.idx : last.idx + len(last.text)]
         if names_an_idea(doc, last.i) or (kind == "PLACE" and public_place(name)):
             continue
