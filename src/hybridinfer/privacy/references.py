@@ -6,8 +6,9 @@ in the private zone. Of the spans it tags, these are public references, not find
 
 - **eponyms**: a name followed (after its possessive) by the idea named after it — a theorem,
   a law, an equation, an algorithm, an effect (``EPONYM_HEADS``, the head noun of the words
-  after it): "Newton's method" is the method, "Markov chain" the chain. The head must be one of
-  these words: "Jane's phone number", "Jane's law firm" keep "Jane";
+  after it): "Ohm's law" is the law, "Markov chain" the chain. The head must be one of these
+  words: "Jane's phone number", "Jane's law firm" keep "Jane", and so does "Newton's method"
+  (a person's own method is too common a phrase);
 - **countries, continents, states, seas and mountains**: a place that WordNet 3.0 names as an
   instance of one (``PUBLIC_PLACES``) and never as a city, town or other settlement
   (``SETTLEMENTS``): "Japan", "Texas", "the Atlantic Ocean" identify no one; "Kyoto", "Berlin",
@@ -29,12 +30,12 @@ from hybridinfer.privacy.findings import Finding
 
 EPONYM_HEADS = frozenset(
     {
-        "algorithm", "approximation", "coefficient", "complexity", "conjecture", "constant",
-        "criterion", "curve", "distribution", "effect", "entropy", "equation", "equilibrium",
-        "estimator", "formula", "hypothesis", "inequality", "integral", "law", "lemma",
-        "manifold", "operator", "paradox", "polynomial", "principle", "razor", "series",
-        "sieve", "spiral", "theorem", "theory", "transform", "transformation", "triangle",
-        "chain",
+        "algorithm", "approximation", "chain", "coefficient", "complexity", "conjecture",
+        "constant", "criterion", "curve", "distribution", "effect", "entropy", "equation",
+        "equilibrium", "estimator", "formula", "hypothesis", "inequality", "integral", "law",
+        "lemma", "manifold", "operator", "paradox", "polynomial", "principle", "razor",
+        "series", "sieve", "spiral", "theorem", "theory", "transform", "transformation",
+        "triangle",
     }
 )  # fmt: skip
 """Nouns that, after a name, name an idea after a person. Words a person's own things are
